@@ -1,0 +1,136 @@
+#include "models/registry.h"
+
+#include <map>
+
+#include "models/vit.h"
+
+namespace zoo::models {
+
+namespace {
+
+struct Preset {
+  std::string model_type;
+  json fields;
+};
+
+const std::map<std::string, Preset>& presets() {
+  static const std::map<std::string, Preset> p{
+      // ~0.8M parameters: Fashion-MNIST / MNIST from scratch on a CPU.
+      {"vit-tiny",
+       {"vit",
+        {{"hidden_size", 128}, {"num_hidden_layers", 4}, {"num_attention_heads", 4},
+         {"intermediate_size", 256}, {"image_size", 28}, {"patch_size", 4}, {"num_channels", 1},
+         {"num_labels", 10}, {"hidden_dropout_prob", 0.0}}}},
+      // CIFAR-10 sized.
+      {"vit-small-cifar",
+       {"vit",
+        {{"hidden_size", 192}, {"num_hidden_layers", 6}, {"num_attention_heads", 3},
+         {"intermediate_size", 384}, {"image_size", 32}, {"patch_size", 4}, {"num_channels", 3},
+         {"num_labels", 10}}}},
+      // google/vit-base-patch16-224 (Hugging Face defaults).
+      {"vit-base-patch16-224",
+       {"vit",
+        {{"hidden_size", 768}, {"num_hidden_layers", 12}, {"num_attention_heads", 12},
+         {"intermediate_size", 3072}, {"image_size", 224}, {"patch_size", 16}, {"num_channels", 3},
+         {"num_labels", 1000}}}},
+  };
+  return p;
+}
+
+}  // namespace
+
+const std::vector<std::string>& model_types() {
+  static const std::vector<std::string> t{"vit"};
+  return t;
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : presets()) names.push_back(name);
+  return names;
+}
+
+json resolve_model_config(const json& section) {
+  if (!section.is_object()) throw Error("config: 'model' must be a JSON object with a model_type or preset");
+  json merged = json::object();
+  if (section.contains("preset")) {
+    if (!section["preset"].is_string()) throw Error("config: model.preset must be a string");
+    const std::string name = section["preset"];
+    auto it = presets().find(name);
+    if (it == presets().end()) {
+      const std::string near = nearest(name, preset_names());
+      throw Error(cat("config: unknown model.preset '", name, "'; presets: ", join(preset_names()),
+                      near.empty() ? "" : " (did you mean '" + near + "'?)"));
+    }
+    merged = it->second.fields;
+    merged["model_type"] = it->second.model_type;
+  }
+  for (auto it = section.begin(); it != section.end(); ++it)
+    if (it.key() != "preset") merged[it.key()] = it.value();
+  if (!merged.contains("model_type"))
+    throw Error(cat("config: the model section needs a model_type (one of: ", join(model_types()),
+                    ") or a preset (", join(preset_names()), ")"));
+  if (!merged["model_type"].is_string()) throw Error("config: model.model_type must be a string");
+  const std::string type = merged["model_type"];
+  if (type == "vit") {
+    auto o = read_options<ViTOptions>(merged, "model", {"model_type"});
+    o.validate();
+    json out = {{"model_type", "vit"}};
+    out.update(to_json(o));
+    return out;
+  }
+  const std::string near = nearest(type, model_types());
+  throw Error(cat("config: unknown model_type '", type, "'; known types: ", join(model_types()),
+                  near.empty() ? "" : " (did you mean '" + near + "'?)"));
+}
+
+json from_hf_config(const json& hf) {
+  const std::string type = hf.value("model_type", "");
+  if (type != "vit")
+    throw Error(cat("Hugging Face model_type '", type, "' is not supported; zoo loads: ", join(model_types())));
+  json model = {{"model_type", "vit"}};
+  for (const auto& doc : describe_options<ViTOptions>())
+    if (hf.contains(doc.key)) model[doc.key] = hf[doc.key];
+  if (hf.contains("id2label") && hf["id2label"].is_object()) {
+    const auto& m = hf["id2label"];
+    std::vector<std::string> labels(m.size());
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      size_t i = 0;
+      try {
+        i = std::stoul(it.key());
+      } catch (...) {
+        throw Error(cat("Hugging Face config: id2label key '", it.key(), "' is not an index"));
+      }
+      if (i >= labels.size()) throw Error("Hugging Face config: id2label indices are not 0..N-1");
+      labels[i] = it.value().get<std::string>();
+    }
+    model["labels"] = labels;
+    model["num_labels"] = labels.size();
+  }
+  return resolve_model_config(model);
+}
+
+json to_hf_config(const json& model) {
+  const std::string type = model.at("model_type");
+  json hf = model;
+  hf.erase("labels");
+  json id2label = json::object(), label2id = json::object();
+  const int64_t n = model.value("num_labels", 0);
+  for (int64_t i = 0; i < n; ++i) {
+    std::string name = cat("LABEL_", i);
+    if (model.contains("labels") && static_cast<int64_t>(model["labels"].size()) == n) name = model["labels"][i];
+    id2label[std::to_string(i)] = name;
+    label2id[name] = i;
+  }
+  hf.erase("num_labels");
+  hf["id2label"] = id2label;
+  hf["label2id"] = label2id;
+  if (type == "vit") {
+    hf["architectures"] = {"ViTForImageClassification"};
+    hf["encoder_stride"] = model.value("patch_size", 16);
+  }
+  hf["torch_dtype"] = "float32";
+  return hf;
+}
+
+}  // namespace zoo::models

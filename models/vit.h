@@ -1,0 +1,114 @@
+#pragma once
+// Vision Transformer (Dosovitskiy et al. 2020), as described in document 000 (patches,
+// linear projection, class token, position embedding, encoder, MLP head on the class
+// token) with document 004's pre-norm encoder layer, laid out exactly like Hugging Face's
+// ViTForImageClassification so that its model.safetensors + config.json load unchanged:
+//
+//   vit.embeddings.cls_token                        (1, 1, H)
+//   vit.embeddings.position_embeddings              (1, P+1, H)
+//   vit.embeddings.patch_embeddings.projection      Conv2d(C, H, patch, stride patch)
+//   vit.encoder.layer.N.layernorm_before / layernorm_after
+//   vit.encoder.layer.N.attention.attention.{query,key,value}
+//   vit.encoder.layer.N.attention.output.dense
+//   vit.encoder.layer.N.intermediate.dense          H -> I
+//   vit.encoder.layer.N.output.dense                I -> H
+//   vit.layernorm                                   final LayerNorm
+//   classifier                                      H -> num_labels
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "train/config.h"
+
+namespace zoo::models {
+
+/// Hugging Face ViTConfig field names and defaults (google/vit-base-patch16-224).
+struct ViTOptions {
+  int64_t hidden_size = 768;
+  int64_t num_hidden_layers = 12;
+  int64_t num_attention_heads = 12;
+  int64_t intermediate_size = 3072;
+  std::string hidden_act = "gelu";
+  double hidden_dropout_prob = 0.0;
+  double attention_probs_dropout_prob = 0.0;
+  double initializer_range = 0.02;
+  double layer_norm_eps = 1e-12;
+  int64_t image_size = 224;
+  int64_t patch_size = 16;
+  int64_t num_channels = 3;
+  bool qkv_bias = true;
+  int64_t num_labels = 2;
+  /// Class names by index (Hugging Face's id2label); empty means "LABEL_i".
+  std::vector<std::string> labels;
+
+  template <class V>
+  void fields(V& v) {
+    v("hidden_size", hidden_size, "width of the token vectors", at_least(1));
+    v("num_hidden_layers", num_hidden_layers, "number of encoder layers", at_least(1));
+    v("num_attention_heads", num_attention_heads, "attention heads (must divide hidden_size)", at_least(1));
+    v("intermediate_size", intermediate_size, "width of the feed-forward layer", at_least(1));
+    v("hidden_act", hidden_act, "feed-forward activation", one_of({"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu"}));
+    v("hidden_dropout_prob", hidden_dropout_prob, "dropout on embeddings and sublayer outputs", between(0, 1));
+    v("attention_probs_dropout_prob", attention_probs_dropout_prob, "dropout on attention weights", between(0, 1));
+    v("initializer_range", initializer_range, "std of the truncated-normal init", between(0, 10));
+    v("layer_norm_eps", layer_norm_eps, "LayerNorm epsilon", between(0, 1));
+    v("image_size", image_size, "input images are image_size x image_size", at_least(1));
+    v("patch_size", patch_size, "square patch side (must divide image_size)", at_least(1));
+    v("num_channels", num_channels, "1 for grey, 3 for RGB", between(1, 4));
+    v("qkv_bias", qkv_bias, "bias on query/key/value projections");
+    v("num_labels", num_labels, "number of classes", at_least(1));
+    v("labels", labels, "class names by index (id2label)");
+  }
+  /// Cross-field checks (divisibility, label count); throws zoo::Error.
+  void validate() const;
+  int64_t num_patches() const { return (image_size / patch_size) * (image_size / patch_size); }
+};
+
+class ViTLayerImpl : public torch::nn::Module {
+ public:
+  explicit ViTLayerImpl(const ViTOptions& o);
+  torch::Tensor forward(torch::Tensor x);  // (B, T, H) -> (B, T, H)
+
+ private:
+  ViTOptions o_;
+  torch::nn::LayerNorm layernorm_before{nullptr}, layernorm_after{nullptr};
+  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr}, attn_out{nullptr};
+  torch::nn::Linear intermediate{nullptr}, output{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(ViTLayer);
+
+class ViTModelImpl : public torch::nn::Module {
+ public:
+  explicit ViTModelImpl(const ViTOptions& o);
+  /// pixel_values (B, C, S, S) float -> last hidden state (B, P+1, H), after final LayerNorm.
+  torch::Tensor forward(const torch::Tensor& pixel_values);
+
+ private:
+  ViTOptions o_;
+  torch::Tensor cls_token, position_embeddings;
+  torch::nn::Conv2d projection{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+  torch::nn::ModuleList layers;
+  torch::nn::LayerNorm layernorm{nullptr};
+};
+TORCH_MODULE(ViTModel);
+
+class ViTForImageClassificationImpl : public torch::nn::Module {
+ public:
+  explicit ViTForImageClassificationImpl(const ViTOptions& o);
+  /// pixel_values (B, C, S, S) -> logits (B, num_labels), from the class token.
+  torch::Tensor forward(const torch::Tensor& pixel_values);
+  const ViTOptions& options() const { return o_; }
+  /// Hugging Face init (truncated normal, zero biases, LayerNorm 1/0).
+  void reset_parameters();
+
+ private:
+  ViTOptions o_;
+  ViTModel vit{nullptr};
+  torch::nn::Linear classifier{nullptr};
+};
+TORCH_MODULE(ViTForImageClassification);
+
+}  // namespace zoo::models

@@ -1,0 +1,144 @@
+# Dependency resolution. For each dependency: the system package first (Debian
+# names below); with -DZOO_FETCH_DEPS=ON a pinned upstream release is fetched for
+# the header-only / source libraries when the system one is missing. Nothing from
+# other projects is copied into this repository.
+include(FetchContent)
+option(ZOO_FETCH_DEPS "Fetch pinned releases of missing source dependencies (needs internet)" OFF)
+
+function(zoo_missing what debian_pkg hint)
+  message(FATAL_ERROR
+    "zoo: ${what} not found.\n"
+    "  Debian/Ubuntu: sudo apt-get install ${debian_pkg}   (or run tools/setup.sh)\n"
+    "  ${hint}")
+endfunction()
+
+# --- LibTorch ---------------------------------------------------------------
+# Any LibTorch works: Debian's libtorch-dev (1.13, CPU), the official 2.x zip, pip's
+# torch (CMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')),
+# CUDA or macOS/MPS builds. Point CMake at it with CMAKE_PREFIX_PATH or Torch_DIR.
+find_package(Torch QUIET)
+if(NOT Torch_FOUND)
+  zoo_missing("LibTorch (TorchConfig.cmake)" "libtorch-dev"
+    "Other LibTorch builds: pass -DCMAKE_PREFIX_PATH=/path/to/libtorch or -DTorch_DIR=.../share/cmake/Torch")
+endif()
+message(STATUS "zoo: LibTorch ${Torch_VERSION} from ${Torch_DIR}")
+if(TORCH_CUDA_LIBRARIES)
+  set(ZOO_WITH_CUDA 1)
+  message(STATUS "zoo: this LibTorch has CUDA")
+else()
+  set(ZOO_WITH_CUDA 0)
+endif()
+
+# --- nlohmann_json ------------------------------------------------------------
+find_package(nlohmann_json 3.9 QUIET)
+if(NOT nlohmann_json_FOUND)
+  if(ZOO_FETCH_DEPS)
+    FetchContent_Declare(nlohmann_json URL
+      https://github.com/nlohmann/json/releases/download/v3.11.2/json.tar.xz
+      URL_HASH SHA256=8c4b26bf4b422252e13f332bc5e388ec0ab5c3443d24399acb675e68278d341f)
+    FetchContent_MakeAvailable(nlohmann_json)
+  else()
+    zoo_missing("nlohmann_json" "nlohmann-json3-dev" "Or configure with -DZOO_FETCH_DEPS=ON.")
+  endif()
+endif()
+
+# --- CLI11 --------------------------------------------------------------------
+find_package(CLI11 2.0 QUIET)
+if(NOT CLI11_FOUND)
+  if(ZOO_FETCH_DEPS)
+    FetchContent_Declare(cli11 GIT_REPOSITORY https://github.com/CLIUtils/CLI11 GIT_TAG v2.3.2)
+    FetchContent_MakeAvailable(cli11)
+  else()
+    zoo_missing("CLI11" "libcli11-dev" "Or configure with -DZOO_FETCH_DEPS=ON.")
+  endif()
+endif()
+
+# --- SentencePiece (tokenizers of the text models) -----------------------------
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(SENTENCEPIECE QUIET IMPORTED_TARGET sentencepiece)
+endif()
+if(NOT SENTENCEPIECE_FOUND)
+  find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
+  find_library(SENTENCEPIECE_LIBRARY sentencepiece)
+  if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY)
+    zoo_missing("SentencePiece" "libsentencepiece-dev" "Or install SentencePiece and add its prefix to CMAKE_PREFIX_PATH.")
+  endif()
+  add_library(PkgConfig::SENTENCEPIECE UNKNOWN IMPORTED)
+  set_target_properties(PkgConfig::SENTENCEPIECE PROPERTIES
+    IMPORTED_LOCATION ${SENTENCEPIECE_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${SENTENCEPIECE_INCLUDE_DIR})
+endif()
+
+find_package(Threads REQUIRED)
+
+# --- zlib (gzip'd IDX files) ----------------------------------------------------
+find_package(ZLIB QUIET)
+if(NOT ZLIB_FOUND)
+  zoo_missing("zlib" "zlib1g-dev" "")
+endif()
+
+# --- ICU (Unicode normalisation of the text data: NFD, combining marks) -----------
+find_package(ICU COMPONENTS uc i18n QUIET)
+if(NOT ICU_FOUND)
+  zoo_missing("ICU" "libicu-dev" "")
+endif()
+
+# --- stb_image (PNG/JPEG/PGM decoding for `zoo classify`) -----------------------
+find_path(STB_INCLUDE_DIR stb_image.h PATH_SUFFIXES stb)
+if(NOT STB_INCLUDE_DIR)
+  if(ZOO_FETCH_DEPS)
+    FetchContent_Declare(stb GIT_REPOSITORY https://github.com/nothings/stb
+      GIT_TAG 5736b15f7ea0ffb08dd38af21067c314d6a3aae9)
+    FetchContent_MakeAvailable(stb)
+    set(STB_INCLUDE_DIR ${stb_SOURCE_DIR})
+  else()
+    zoo_missing("stb_image.h" "libstb-dev" "Or configure with -DZOO_FETCH_DEPS=ON.")
+  endif()
+endif()
+
+# One interface target for the core library. Dependency headers are SYSTEM so that
+# -Wall -Wextra report our code only.
+add_library(zoo_deps INTERFACE)
+add_library(zoo::deps ALIAS zoo_deps)
+# Debian's libsentencepiece carries its own protobuf-lite symbols; when LibTorch links the
+# system libprotobuf (Debian's libtorch does), load libprotobuf first so that its static
+# initialisers bind to libprotobuf itself, not to sentencepiece's copies (else: segfault
+# before main). Wheels/zips of LibTorch link protobuf statically and skip this.
+if(TARGET protobuf::libprotobuf AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  get_target_property(_zoo_pb protobuf::libprotobuf IMPORTED_LOCATION)
+  if(NOT _zoo_pb)
+    get_target_property(_zoo_pb protobuf::libprotobuf IMPORTED_LOCATION_RELEASE)
+  endif()
+  if(_zoo_pb)
+    target_link_libraries(zoo_deps INTERFACE "-Wl,--no-as-needed,${_zoo_pb},--as-needed")
+  endif()
+endif()
+target_link_libraries(zoo_deps INTERFACE ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json
+  PkgConfig::SENTENCEPIECE ZLIB::ZLIB ICU::uc ICU::i18n Threads::Threads)
+target_include_directories(zoo_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS} ${STB_INCLUDE_DIR})
+target_compile_definitions(zoo_deps INTERFACE ZOO_WITH_CUDA=${ZOO_WITH_CUDA})
+# Torch's exported targets carry their include dirs as non-SYSTEM; re-export as SYSTEM.
+get_target_property(_torch_inc torch INTERFACE_INCLUDE_DIRECTORIES)
+if(_torch_inc)
+  target_include_directories(zoo_deps SYSTEM INTERFACE ${_torch_inc})
+endif()
+
+add_library(zoo_cli INTERFACE)
+add_library(zoo::cli ALIAS zoo_cli)
+target_link_libraries(zoo_cli INTERFACE CLI11::CLI11)
+
+# --- GoogleTest ----------------------------------------------------------------
+if(ZOO_BUILD_TESTS)
+  find_package(GTest QUIET)
+  if(NOT GTest_FOUND)
+    if(ZOO_FETCH_DEPS)
+      FetchContent_Declare(googletest GIT_REPOSITORY https://github.com/google/googletest
+        GIT_TAG release-1.12.1)
+      FetchContent_MakeAvailable(googletest)
+      add_library(GTest::gtest_main ALIAS gtest_main)
+    else()
+      zoo_missing("GoogleTest" "libgtest-dev" "Or configure with -DZOO_BUILD_TESTS=OFF or -DZOO_FETCH_DEPS=ON.")
+    endif()
+  endif()
+endif()

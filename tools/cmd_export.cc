@@ -1,0 +1,55 @@
+// zoo export --checkpoint DIR --out DIR: model.safetensors + a Hugging Face config.json
+// (+ tokenizer/vocabulary files where the model has them), loadable from Python.
+#include <filesystem>
+#include <iostream>
+
+#include "models/registry.h"
+#include "tools/commands.h"
+#include "train/checkpoint.h"
+#include "train/task.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo::cli {
+
+namespace {
+struct ExportArgs {
+  std::string checkpoint;
+  std::string out;
+};
+
+int run_export(const ExportArgs& a) {
+  checked_checkpoint_dir(a.checkpoint);
+  std::error_code ec;
+  if (fs::exists(a.out, ec) && !fs::is_directory(a.out, ec)) throw Error(cat(a.out, ": exists and is not a directory"));
+  // Loading checks that the weights match the config before anything is written.
+  auto task = load_task(a.checkpoint, {}, torch::Device(torch::kCPU));
+  fs::create_directories(a.out, ec);
+  if (ec) throw Error(cat(a.out, ": cannot create: ", ec.message()));
+  const json& config = task->config();
+  save_model(*task->model(), (fs::path(a.out) / "model.safetensors").string(), config);
+  write_json_file((fs::path(a.out) / "config.json").string(), models::to_hf_config(config.at("model")));
+  task->save_assets(a.out);
+  if (config.contains("data") && config["data"].contains("mean")) {
+    // Hugging Face image processor settings, so that pipelines normalise as we trained.
+    const auto& d = config["data"];
+    const int64_t size = config["model"].value("image_size", 224);
+    json pre = {{"image_processor_type", "ViTImageProcessor"}, {"do_normalize", true}, {"do_rescale", true},
+                {"rescale_factor", 1.0 / 255}, {"do_resize", true}, {"size", {{"height", size}, {"width", size}}},
+                {"image_mean", d["mean"]}, {"image_std", d["std"]}};
+    write_json_file((fs::path(a.out) / "preprocessor_config.json").string(), pre);
+  }
+  std::cout << "exported " << a.checkpoint << " to " << a.out << " (model.safetensors, config.json)" << std::endl;
+  return 0;
+}
+}  // namespace
+
+void setup_export(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<ExportArgs>();
+  auto* cmd = app.add_subcommand("export", "Write model.safetensors + Hugging Face config.json for Python");
+  cmd->add_option("--checkpoint", a->checkpoint, "checkpoint directory")->required();
+  cmd->add_option("--out", a->out, "output directory")->required();
+  cmd->callback([a, exit_code] { *exit_code = run_export(*a); });
+}
+
+}  // namespace zoo::cli

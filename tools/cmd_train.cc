@@ -1,0 +1,86 @@
+// zoo train --config FILE.json [--set section.key=value]... [--device D] [--output-dir DIR]
+//           [--resume [CHECKPOINT_DIR]]
+#include <filesystem>
+#include <iostream>
+
+#include "tools/commands.h"
+#include "train/checkpoint.h"
+#include "train/device.h"
+#include "train/task.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo::cli {
+
+namespace {
+
+struct TrainArgs {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::string device = "auto";
+  std::string output_dir;
+  std::string resume;  // "latest" when --resume has no value
+  bool resume_set = false;
+};
+
+int run_train(const TrainArgs& a) {
+  // Everything is validated before any work: config, device, resume target, data paths.
+  json raw = read_json_file(a.config);
+  if (!raw.is_object()) throw Error(cat(a.config, ": the config must be a JSON object"));
+  for (const auto& s : a.overrides) apply_override(raw, s);
+  const json config = resolve_config(raw, a.config);
+  const torch::Device device = resolve_device(a.device);
+  const std::string out = a.output_dir.empty() ? (fs::path("runs") / fs::path(a.config).stem()).string() : a.output_dir;
+
+  std::string resume_from;
+  if (a.resume_set) {
+    if (a.resume.empty() || a.resume == "latest") {
+      resume_from = latest_checkpoint(out);
+      if (resume_from.empty())
+        throw Error(cat("--resume: no checkpoint in ", out, " (looked for ", out, "/checkpoint-N/trainer_state.json)"));
+    } else {
+      resume_from = checked_checkpoint_dir(a.resume);
+      if (!fs::exists(fs::path(resume_from) / "trainer_state.json"))
+        throw Error(cat("--resume ", a.resume, ": not a training checkpoint (no trainer_state.json)"));
+    }
+  } else if (!latest_checkpoint(out).empty()) {
+    throw Error(cat(out, " already holds checkpoints; continue it with --resume, or choose another --output-dir"));
+  }
+
+  auto task = make_task(config);
+  install_stop_handlers();
+  TrainerArgs args{config, a.config, out, device, resume_from};
+  train(*task, args);
+  return 0;
+}
+
+}  // namespace
+
+void setup_train(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<TrainArgs>();
+  auto* cmd = app.add_subcommand("train", "Train a model from a JSON config");
+  cmd->add_option("--config", a->config, "config file (see tools/recipes/)")->required();
+  cmd->add_option("--set", a->overrides, "override a config key: section.key=value (repeatable)");
+  cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
+  cmd->add_option("--output-dir", a->output_dir, "where checkpoints and logs go (default runs/<config name>)");
+  auto* resume = cmd->add_option("--resume", a->resume,
+                                 "continue from CHECKPOINT_DIR, or from the newest checkpoint in --output-dir");
+  resume->expected(0, 1);
+  cmd->callback([a, resume, exit_code] {
+    a->resume_set = resume->count() > 0;
+    *exit_code = run_train(*a);
+  });
+}
+
+std::string checked_checkpoint_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) throw Error(cat(dir, ": no such checkpoint directory"));
+  if (!fs::is_directory(dir, ec)) throw Error(cat(dir, ": not a directory; pass a checkpoint directory"));
+  if (!fs::exists(fs::path(dir) / "config.json")) throw Error(cat(dir, ": not a checkpoint (no config.json)"));
+  if (!fs::exists(fs::path(dir) / "model.safetensors"))
+    throw Error(cat(dir, ": not a checkpoint (no model.safetensors)"));
+  return dir;
+}
+
+}  // namespace zoo::cli

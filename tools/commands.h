@@ -1,0 +1,21 @@
+#pragma once
+// One file per subcommand: each has an options struct, a setup_*(CLI::App&) that declares
+// its flags (defaults come from the struct) and a run_*() that does the work.
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace zoo::cli {
+
+/// Registers a subcommand; the callback runs it and stores the exit code in *exit_code.
+void setup_devices(CLI::App& app, int* exit_code);
+void setup_train(CLI::App& app, int* exit_code);
+void setup_eval(CLI::App& app, int* exit_code);
+void setup_classify(CLI::App& app, int* exit_code);
+void setup_export(CLI::App& app, int* exit_code);
+
+/// Shared by the subcommands that load a checkpoint: validates the directory.
+std::string checked_checkpoint_dir(const std::string& dir);
+
+}  // namespace zoo::cli

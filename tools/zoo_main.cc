@@ -1,0 +1,42 @@
+// zoo: train, evaluate, export and run attention models from the command line.
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "tools/commands.h"
+#include "train/error.h"
+
+int main(int argc, char** argv) {
+  // LibTorch may start with one intra-op thread; use every core unless the user said
+  // otherwise through OMP_NUM_THREADS (which LibTorch honours itself).
+  if (!std::getenv("OMP_NUM_THREADS")) {
+    const unsigned n = std::thread::hardware_concurrency();
+    if (n > 0) torch::set_num_threads(static_cast<int>(n));
+  }
+  CLI::App app{"zoo: a LibTorch model zoo and trainer (ViT, seq2seq, Transformer, BERT, GPT)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "zoo 0.1.0");
+  int exit_code = 0;
+  zoo::cli::setup_devices(app, &exit_code);
+  zoo::cli::setup_train(app, &exit_code);
+  zoo::cli::setup_eval(app, &exit_code);
+  zoo::cli::setup_classify(app, &exit_code);
+  zoo::cli::setup_export(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const zoo::Error& e) {
+    std::cerr << "zoo: error: " << e.what() << std::endl;
+    return 1;
+  } catch (const c10::Error& e) {
+    std::cerr << "zoo: error: " << e.what_without_backtrace() << std::endl;
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "zoo: error: " << e.what() << std::endl;
+    return 1;
+  }
+  return exit_code;
+}

@@ -1,0 +1,203 @@
+#include "train/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "models/registry.h"
+#include "train/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo {
+
+std::string checkpoint_dir_name(int64_t step) { return cat("checkpoint-", step); }
+
+std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& output_dir) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  std::error_code ec;
+  if (!fs::is_directory(output_dir, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(output_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("checkpoint-", 0) != 0 || !entry.is_directory()) continue;
+    const std::string digits = name.substr(11);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (!fs::exists(entry.path() / "trainer_state.json")) continue;  // not one of ours / incomplete
+    out.emplace_back(std::stoll(digits), entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string latest_checkpoint(const std::string& output_dir) {
+  auto all = list_checkpoints(output_dir);
+  return all.empty() ? "" : all.back().second;
+}
+
+void rotate_checkpoints(const std::string& output_dir, int64_t keep, const std::string& protect) {
+  if (keep <= 0) return;
+  auto all = list_checkpoints(output_dir);
+  int64_t excess = static_cast<int64_t>(all.size()) - keep;
+  std::error_code ec;
+  const auto protected_path = protect.empty() ? fs::path() : fs::weakly_canonical(protect, ec);
+  for (const auto& [step, path] : all) {
+    if (excess <= 0) break;
+    if (!protect.empty() && fs::weakly_canonical(path, ec) == protected_path) continue;
+    fs::remove_all(path, ec);
+    --excess;
+  }
+}
+
+std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : model.named_parameters(/*recurse=*/true)) out.emplace_back(p.key(), p.value());
+  for (const auto& b : model.named_buffers(/*recurse=*/true)) out.emplace_back(b.key(), b.value());
+  return out;
+}
+
+void save_model(const torch::nn::Module& model, const std::string& path, const json& config) {
+  std::map<std::string, std::string> meta{{"format", "pt"}, {"producer", "zoo"}};
+  if (config.contains("model")) meta["model_type"] = config["model"].value("model_type", "");
+  safetensors::save(path, state_dict(model), meta);
+}
+
+void load_model(torch::nn::Module& model, const std::string& path) {
+  auto file = safetensors::load(path);
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  for (auto& [name, target] : state_dict(model)) {
+    auto it = file.tensors.find(name);
+    if (it == file.tensors.end())
+      throw Error(cat(path, ": missing tensor '", name, "' (the checkpoint does not match this model's config)"));
+    if (it->second.sizes() != target.sizes())
+      throw Error(cat(path, ": tensor '", name, "' has shape ", it->second.sizes(), " but the model expects ",
+                      target.sizes(), " (config and weights disagree)"));
+    target.copy_(it->second.to(target.dtype()));
+    used.insert(name);
+  }
+  for (const auto& [name, _] : file.tensors) {
+    if (!used.count(name))
+      throw Error(cat(path, ": unexpected tensor '", name, "' that this model does not have (",
+                      file.tensors.size(), " in file, ", used.size(), " in the model)"));
+  }
+}
+
+json load_checkpoint_config(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(cat(dir, ": no such checkpoint directory"));
+  const std::string path = (fs::path(dir) / "config.json").string();
+  if (!fs::exists(path)) throw Error(cat(dir, ": not a checkpoint (no config.json)"));
+  json config = read_json_file(path);
+  if (config.is_object() && config.contains("model_type") && !config.contains("model")) {
+    json out{{"model", models::from_hf_config(config)}};
+    // A Hugging Face image processor tells how the model's inputs were normalised.
+    const auto pre = fs::path(dir) / "preprocessor_config.json";
+    if (fs::exists(pre)) {
+      const json p = read_json_file(pre.string());
+      if (p.contains("image_mean") && p.contains("image_std"))
+        out["data"] = {{"mean", p["image_mean"]}, {"std", p["image_std"]}};
+    }
+    return out;
+  }
+  return config;
+}
+
+namespace {
+void fsync_path(const fs::path& p) {
+  int fd = ::open(p.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+}  // namespace
+
+CheckpointWriter::CheckpointWriter(const std::string& output_dir, int64_t step) {
+  final_ = (fs::path(output_dir) / checkpoint_dir_name(step)).string();
+  tmp_ = (fs::path(output_dir) / ("." + checkpoint_dir_name(step) + ".tmp")).string();
+  std::error_code ec;
+  fs::remove_all(tmp_, ec);  // leftover of a killed run
+  fs::create_directories(tmp_, ec);
+  if (ec) throw Error(cat(tmp_, ": cannot create checkpoint directory: ", ec.message()));
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (!committed_) {
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+  }
+}
+
+std::string CheckpointWriter::path(const std::string& file) const { return (fs::path(tmp_) / file).string(); }
+
+std::string CheckpointWriter::commit() {
+  for (const auto& e : fs::directory_iterator(tmp_)) fsync_path(e.path());
+  fsync_path(tmp_);
+  std::error_code ec;
+  if (fs::exists(final_)) {
+    // Same step saved twice (e.g. periodic save then end of run): replace atomically-ish by
+    // moving the old one aside first.
+    const std::string old = final_ + ".old";
+    fs::remove_all(old, ec);
+    fs::rename(final_, old, ec);
+    fs::rename(tmp_, final_, ec);
+    if (ec) throw Error(cat(final_, ": cannot move checkpoint into place: ", ec.message()));
+    fs::remove_all(old, ec);
+  } else {
+    fs::rename(tmp_, final_, ec);
+    if (ec) throw Error(cat(final_, ": cannot move checkpoint into place: ", ec.message()));
+  }
+  fsync_path(fs::path(final_).parent_path());
+  committed_ = true;
+  return final_;
+}
+
+std::string base64_encode(const std::string& in) {
+  static const char* tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    const uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    out += {tbl[v >> 18], tbl[(v >> 12) & 63], tbl[(v >> 6) & 63], tbl[v & 63]};
+  }
+  if (i + 1 == in.size()) {
+    const uint32_t v = uint8_t(in[i]) << 16;
+    out += {tbl[v >> 18], tbl[(v >> 12) & 63], '=', '='};
+  } else if (i + 2 == in.size()) {
+    const uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += {tbl[v >> 18], tbl[(v >> 12) & 63], tbl[(v >> 6) & 63], '='};
+  }
+  return out;
+}
+
+std::string base64_decode(const std::string& in) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=') break;
+    const int v = val(c);
+    if (v < 0) throw Error("trainer_state.json: corrupt base64 RNG state");
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+}  // namespace zoo

@@ -1,0 +1,61 @@
+#pragma once
+// Checkpoint directories, the unit users move around:
+//
+//   OUT/checkpoint-STEP/
+//     config.json          the resolved zoo config ({"model","data","train"})
+//     model.safetensors    the model's state dict, names = registered module names
+//     optimizer.pt         optimizer state (LibTorch archive)
+//     trainer_state.json   step, epoch, data position, best metric, RNG states
+//     (+ task assets such as vocabularies)
+//
+// A checkpoint is written into OUT/.checkpoint-STEP.tmp and renamed into place, so a kill
+// at any moment leaves either the whole new checkpoint or none, never a half one.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "train/config.h"
+
+namespace zoo {
+
+std::string checkpoint_dir_name(int64_t step);
+/// Complete checkpoints in `output_dir`, oldest first: (step, path).
+std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& output_dir);
+/// The newest complete checkpoint, or "" when there is none.
+std::string latest_checkpoint(const std::string& output_dir);
+/// Deletes the oldest checkpoints so that `keep` remain, never deleting `protect`.
+void rotate_checkpoints(const std::string& output_dir, int64_t keep, const std::string& protect);
+
+/// The model's parameters and buffers, by registered name.
+std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& model);
+void save_model(const torch::nn::Module& model, const std::string& path, const json& config);
+/// Loads a safetensors state dict into `model`. Every key of the model must be present with
+/// the same shape; extra keys are an error (strict). dtypes are converted.
+void load_model(torch::nn::Module& model, const std::string& path);
+
+/// Reads DIR/config.json: a zoo config, or a Hugging Face config.json (top-level
+/// "model_type"), which becomes {"model": …} with default data/train sections.
+json load_checkpoint_config(const std::string& dir);
+
+/// Directory writer: files go to a temporary sibling until commit() renames it.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(const std::string& output_dir, int64_t step);
+  ~CheckpointWriter();  // removes the temporary directory if not committed
+  std::string path(const std::string& file) const;
+  const std::string& tmp_dir() const { return tmp_; }
+  /// fsyncs and renames into place; returns the final directory.
+  std::string commit();
+
+ private:
+  std::string tmp_, final_;
+  bool committed_ = false;
+};
+
+/// Base64 (RFC 4648) for RNG states in trainer_state.json.
+std::string base64_encode(const std::string& bytes);
+std::string base64_decode(const std::string& text);
+
+}  // namespace zoo

@@ -1,0 +1,79 @@
+#pragma once
+// A Task joins a data source to a model and owns the loss and the metrics. The Trainer
+// knows nothing about models or data: it asks the task for an epoch plan (which examples
+// go in which batch), for batches, for the loss of a batch, and for evaluation metrics.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "train/config.h"
+
+namespace zoo {
+
+/// One batch: task-defined tensors (inputs first, targets last by convention).
+struct Batch {
+  std::vector<torch::Tensor> tensors;
+  int64_t size = 0;  // examples in the batch
+  Batch to(const torch::Device& device) const {
+    Batch b{{}, size};
+    for (const auto& t : tensors) b.tensors.push_back(t.to(device, /*non_blocking=*/true));
+    return b;
+  }
+};
+
+using Metrics = std::map<std::string, double>;
+
+class Task {
+ public:
+  virtual ~Task() = default;
+
+  /// The model being trained; its registered names are its checkpoint format.
+  virtual std::shared_ptr<torch::nn::Module> model() = 0;
+
+  /// Loads the training data (and validation split). Called once before training, so that
+  /// bad data paths fail before any model work.
+  virtual void prepare_training() = 0;
+  /// Number of training examples (after prepare_training()).
+  virtual int64_t num_train_examples() const = 0;
+  /// Which training examples form each batch of `epoch`; deterministic in (seed, epoch).
+  /// The default: a seeded permutation cut into batches (the last one may be short).
+  virtual std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch, int64_t batch_size) const;
+  /// Builds a training batch on the CPU. Must be thread-safe and deterministic given
+  /// (indices, seed): it runs on the background loader thread, never touching global RNGs.
+  virtual Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const = 0;
+  /// Loss of one batch (already on the model's device), model in training mode.
+  virtual torch::Tensor loss(const Batch& batch) = 0;
+
+  /// Metrics on a split ("valid" during training, "valid"/"test" from `zoo eval`), always
+  /// including "loss". The model is put in eval mode and gradients are off.
+  virtual Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) = 0;
+  /// The metric used to keep the best checkpoint when the config does not name one.
+  virtual std::string default_best_metric() const { return "loss"; }
+
+  /// Files beside model.safetensors that the model needs at inference (vocabularies).
+  virtual void save_assets(const std::string& /*dir*/) const {}
+  /// The resolved config this task was built from.
+  const json& config() const { return config_; }
+
+ protected:
+  json config_;
+};
+
+/// Builds the task for a resolved config ({"model":…, "data":…, "train":…}).
+/// `checkpoint_dir`, when given, is where assets (vocabularies) are loaded from.
+std::unique_ptr<Task> make_task(const json& config, const std::string& checkpoint_dir = "");
+
+/// Rebuilds the task of a checkpoint directory (zoo's, or a Hugging Face config.json +
+/// model.safetensors), applies --set overrides, loads the weights, moves to `device`.
+std::unique_ptr<Task> load_task(const std::string& dir, const std::vector<std::string>& overrides,
+                                const torch::Device& device);
+
+/// Validates a config and fills every default: the "resolved config" written to
+/// OUT/config.json and into each checkpoint. Throws zoo::Error naming `source` on problems.
+json resolve_config(json config, const std::string& source);
+
+}  // namespace zoo

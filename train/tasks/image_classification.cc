@@ -1,0 +1,148 @@
+#include "train/tasks/image_classification.h"
+
+#include "train/trainer.h"
+
+namespace zoo {
+
+void ImageDataOptions::resolve(int64_t channels) {
+  if (mean.empty() != std.empty()) throw Error("config: data.mean and data.std must be given together");
+  if (mean.empty()) {
+    if (dataset == "fashion_mnist") mean = {0.2860}, std = {0.3530};
+    else if (dataset == "mnist") mean = {0.1307}, std = {0.3081};
+    else mean = {0.4914, 0.4822, 0.4465}, std = {0.2470, 0.2435, 0.2616};
+    if (static_cast<int64_t>(mean.size()) != channels) {  // e.g. a grey model on CIFAR: average
+      double m = 0, s = 0;
+      for (size_t i = 0; i < mean.size(); ++i) m += mean[i] / mean.size(), s += std[i] / std.size();
+      mean.assign(channels, m);
+      std.assign(channels, s);
+    }
+  }
+  const auto n = static_cast<int64_t>(mean.size());
+  if ((n != 1 && n != channels) || std.size() != mean.size())
+    throw Error(cat("config: data.mean/data.std need 1 or ", channels, " values (model.num_channels)"));
+  for (double s : std)
+    if (!(s > 0)) throw Error("config: data.std values must be > 0");
+}
+
+ImageClassificationTask::ImageClassificationTask(const json& config) {
+  config_ = config;
+  auto vit_options = read_options<models::ViTOptions>(config.at("model"), "model", {"model_type"});
+  data_ = read_options<ImageDataOptions>(config.value("data", json::object()), "data");
+  data_.resolve(vit_options.num_channels);
+  const auto train = read_options<TrainOptions>(config.value("train", json::object()), "train");
+  torch::manual_seed(static_cast<uint64_t>(train.seed));  // reproducible init
+  model_ = models::ViTForImageClassification(vit_options);
+}
+
+const data::ImageSet& ImageClassificationTask::train_set() {
+  if (!train_) {
+    const auto& o = model_->options();
+    std::vector<std::string> names = o.labels;
+    if (data_.dataset == "cifar10") {
+      train_ = std::make_unique<data::ImageSet>(data::load_cifar10(data_.path, "train"));
+    } else {
+      if (names.empty())
+        names = data_.dataset == "mnist" ? data::mnist_classes() : data::fashion_mnist_classes();
+      train_ = std::make_unique<data::ImageSet>(data::load_mnist_like(data_.path, "train", names));
+    }
+  }
+  return *train_;
+}
+
+const data::ImageSet& ImageClassificationTask::test_set() {
+  if (!test_) {
+    if (data_.dataset == "cifar10") {
+      test_ = std::make_unique<data::ImageSet>(data::load_cifar10(data_.path, "test"));
+    } else {
+      auto names = model_->options().labels;
+      if (names.empty()) names = data_.dataset == "mnist" ? data::mnist_classes() : data::fashion_mnist_classes();
+      test_ = std::make_unique<data::ImageSet>(data::load_mnist_like(data_.path, "test", names));
+    }
+  }
+  return *test_;
+}
+
+void ImageClassificationTask::prepare_training() {
+  const auto& set = train_set();
+  const auto& o = model_->options();
+  if (set.images.size(1) != o.num_channels || set.images.size(2) != o.image_size ||
+      set.images.size(3) != o.image_size)
+    throw Error(cat(data_.path, ": images are ", set.images.size(1), "x", set.images.size(2), "x",
+                    set.images.size(3), " (CxHxW) but the model expects ", o.num_channels, "x", o.image_size, "x",
+                    o.image_size, "; set model.num_channels / model.image_size"));
+  const int64_t max_label = set.labels.max().item<int64_t>();
+  if (max_label >= o.num_labels)
+    throw Error(cat(data_.path, ": labels go up to ", max_label, " but model.num_labels is ", o.num_labels));
+  const int64_t n = set.images.size(0);
+  if (data_.validation_size >= n)
+    throw Error(cat("config: data.validation_size (", data_.validation_size, ") must be smaller than the ", n,
+                    " training examples"));
+  // The held-out split depends on the data only (fixed seed), not on train.seed, so every
+  // run is validated on the same examples.
+  auto perm = torch::randperm(n, at::detail::createCPUGenerator(20240601), torch::kLong);
+  valid_index_ = std::get<0>(perm.narrow(0, 0, data_.validation_size).sort());
+  train_index_ = std::get<0>(perm.narrow(0, data_.validation_size, n - data_.validation_size).sort());
+  if (data_.max_train_samples > 0 && data_.max_train_samples < train_index_.size(0))
+    train_index_ = train_index_.narrow(0, 0, data_.max_train_samples);
+}
+
+torch::Tensor ImageClassificationTask::preprocess(const torch::Tensor& images) const {
+  return data::to_float_normalized(images, data_.mean, data_.std);
+}
+
+Batch ImageClassificationTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
+  auto idx = train_index_.index_select(0, torch::tensor(indices, torch::kLong));
+  auto images = train_->images.index_select(0, idx);
+  auto labels = train_->labels.index_select(0, idx);
+  if (data_.random_crop_padding > 0 || data_.horizontal_flip_prob > 0) {
+    auto gen = at::detail::createCPUGenerator(seed);
+    if (data_.random_crop_padding > 0) images = data::random_crop(images, data_.random_crop_padding, gen);
+    if (data_.horizontal_flip_prob > 0) images = data::random_hflip(images, data_.horizontal_flip_prob, gen);
+  }
+  return Batch{{preprocess(images), labels}, static_cast<int64_t>(indices.size())};
+}
+
+torch::Tensor ImageClassificationTask::loss(const Batch& batch) {
+  auto logits = model_->forward(batch.tensors[0]);  // (B, num_labels)
+  return torch::nn::functional::cross_entropy(logits, batch.tensors[1]);
+}
+
+Metrics ImageClassificationTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {
+  torch::Tensor images, labels;
+  if (split == "valid") {
+    if (!valid_index_.defined()) prepare_training();
+    if (valid_index_.size(0) == 0)
+      throw Error("no validation split: data.validation_size is 0; use --split test");
+    images = train_->images.index_select(0, valid_index_);
+    labels = train_->labels.index_select(0, valid_index_);
+  } else if (split == "test") {
+    images = test_set().images;
+    labels = test_set().labels;
+  } else {
+    throw Error(cat("unknown split '", split, "'; use valid or test"));
+  }
+  if (data_.max_eval_samples > 0 && data_.max_eval_samples < images.size(0)) {
+    images = images.narrow(0, 0, data_.max_eval_samples);
+    labels = labels.narrow(0, 0, data_.max_eval_samples);
+  }
+  model_->eval();
+  torch::NoGradGuard no_grad;
+  double total_loss = 0;
+  int64_t correct = 0;
+  const int64_t n = images.size(0);
+  for (int64_t i = 0; i < n; i += batch_size) {
+    const int64_t b = std::min(batch_size, n - i);
+    auto x = preprocess(images.narrow(0, i, b)).to(device);
+    auto y = labels.narrow(0, i, b).to(device);
+    auto logits = model_->forward(x);
+    total_loss += torch::nn::functional::cross_entropy(
+                      logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                      .item<double>();
+    correct += logits.argmax(-1).eq(y).sum().item<int64_t>();
+  }
+  return Metrics{{"loss", n ? total_loss / n : 0.0},
+                 {"accuracy", n ? static_cast<double>(correct) / n : 0.0},
+                 {"examples", static_cast<double>(n)}};
+}
+
+}  // namespace zoo

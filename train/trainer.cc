@@ -1,0 +1,481 @@
+#include "train/trainer.h"
+
+#include <csignal>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include <torch/version.h>
+#include <ATen/autocast_mode.h>
+
+#include "train/checkpoint.h"
+#include "train/logging.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo {
+
+// ---------------------------------------------------------------------------------
+// Schedules
+
+double lr_factor(const std::string& schedule, int64_t step, int64_t warmup, int64_t total) {
+  const double s = static_cast<double>(step), w = static_cast<double>(warmup);
+  if (schedule == "constant") return 1.0;
+  if (warmup > 0 && step < warmup && schedule != "inverse_sqrt") return s / w;
+  if (schedule == "constant_with_warmup") return 1.0;
+  const double span = std::max<double>(1.0, static_cast<double>(total - warmup));
+  const double progress = std::min(1.0, std::max(0.0, (s - w) / span));
+  if (schedule == "linear") return 1.0 - progress;
+  if (schedule == "cosine") return 0.5 * (1.0 + std::cos(M_PI * progress));
+  if (schedule == "inverse_sqrt") {
+    // Noam (Vaswani et al. 2017): linear warmup to the peak at step `warmup`, then
+    // decay with 1/sqrt(step); learning_rate is the peak.
+    const double n = s + 1, ww = std::max(1.0, w);
+    return std::min(n / ww, std::sqrt(ww / n));
+  }
+  throw Error(cat("unknown lr_scheduler_type '", schedule, "'"));
+}
+
+// ---------------------------------------------------------------------------------
+// Signals
+
+std::atomic<bool>& stop_requested() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+namespace {
+void on_stop_signal(int sig) {
+  if (stop_requested().exchange(true)) {
+    // Second signal: the user insists. Checkpoints are atomic, so leaving now is safe.
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
+}  // namespace
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// ---------------------------------------------------------------------------------
+// Default epoch plan: a seeded permutation cut into batches.
+
+std::vector<std::vector<int64_t>> Task::epoch_plan(uint64_t seed, int64_t epoch, int64_t batch_size) const {
+  const int64_t n = num_train_examples();
+  auto gen = at::detail::createCPUGenerator(seed * 1000003ULL + static_cast<uint64_t>(epoch));
+  auto perm = torch::randperm(n, gen, torch::kLong);
+  const int64_t* p = perm.data_ptr<int64_t>();
+  std::vector<std::vector<int64_t>> plan;
+  for (int64_t i = 0; i < n; i += batch_size) plan.emplace_back(p + i, p + std::min(n, i + batch_size));
+  return plan;
+}
+
+namespace {
+
+uint64_t mix(uint64_t a, uint64_t b) {  // splitmix64 of a combination: per-batch seeds
+  uint64_t z = a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// Background loader: builds batches in order from (epoch, index) on its own thread so that
+// the model never waits on I/O or augmentation. Positions make resume exact.
+class BatchStream {
+ public:
+  struct Item {
+    Batch batch;
+    int64_t epoch, index;  // position of this batch
+  };
+
+  BatchStream(const Task& task, uint64_t seed, int64_t batch_size, int64_t epoch, int64_t index, int64_t prefetch)
+      : task_(task), seed_(seed), batch_size_(batch_size), prefetch_(prefetch) {
+    worker_ = std::thread([this, epoch, index] { run(epoch, index); });
+  }
+  ~BatchStream() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+
+  Item next() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !queue_.empty() || error_; });
+    if (error_) std::rethrow_exception(error_);
+    Item item = std::move(queue_.front());
+    queue_.pop_front();
+    cv_.notify_all();
+    return item;
+  }
+
+ private:
+  void run(int64_t epoch, int64_t index) {
+    try {
+      while (true) {
+        auto plan = task_.epoch_plan(seed_, epoch, batch_size_);
+        if (plan.empty()) throw Error("the training set is empty");
+        for (; index < static_cast<int64_t>(plan.size()); ++index) {
+          Item item{task_.make_train_batch(plan[index], mix(mix(seed_, epoch), index)), epoch, index};
+          std::unique_lock<std::mutex> lock(mu_);
+          cv_.wait(lock, [this] { return done_ || static_cast<int64_t>(queue_.size()) < prefetch_; });
+          if (done_) return;
+          queue_.push_back(std::move(item));
+          cv_.notify_all();
+        }
+        ++epoch;
+        index = 0;
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      error_ = std::current_exception();
+      cv_.notify_all();
+    }
+  }
+
+  const Task& task_;
+  uint64_t seed_;
+  int64_t batch_size_, prefetch_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  std::thread worker_;
+};
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model, const TrainOptions& o) {
+  // No weight decay on biases and normalisation weights (1-D tensors), as Hugging Face and
+  // nanoGPT do.
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  auto add = [&](std::vector<torch::Tensor>& params, auto options) {
+    if (!params.empty())
+      groups.emplace_back(params, std::make_unique<decltype(options)>(options));
+  };
+  if (o.optim == "adamw" || o.optim == "adam") {
+    auto base = torch::optim::AdamWOptions(o.learning_rate)
+                    .betas({o.adam_beta1, o.adam_beta2})
+                    .eps(o.adam_epsilon);
+    if (o.optim == "adamw") {
+      add(decay, torch::optim::AdamWOptions(base).weight_decay(o.weight_decay));
+      add(no_decay, torch::optim::AdamWOptions(base).weight_decay(0.0));
+      return std::make_unique<torch::optim::AdamW>(groups, base);
+    }
+    auto adam = torch::optim::AdamOptions(o.learning_rate).betas({o.adam_beta1, o.adam_beta2}).eps(o.adam_epsilon);
+    add(decay, torch::optim::AdamOptions(adam).weight_decay(o.weight_decay));
+    add(no_decay, torch::optim::AdamOptions(adam).weight_decay(0.0));
+    return std::make_unique<torch::optim::Adam>(groups, adam);
+  }
+  auto sgd = torch::optim::SGDOptions(o.learning_rate).momentum(o.momentum);
+  add(decay, torch::optim::SGDOptions(sgd).weight_decay(o.weight_decay));
+  add(no_decay, torch::optim::SGDOptions(sgd).weight_decay(0.0));
+  return std::make_unique<torch::optim::SGD>(groups, sgd);
+}
+
+std::string tensor_bytes(const torch::Tensor& t) {
+  auto c = t.contiguous().to(torch::kCPU);
+  return std::string(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
+}
+
+torch::Tensor bytes_tensor(const std::string& s) {
+  auto t = torch::empty({static_cast<int64_t>(s.size())}, torch::kUInt8);
+  std::memcpy(t.data_ptr(), s.data(), s.size());
+  return t;
+}
+
+json rng_state(const torch::Device& device) {
+  json j;
+  j["cpu"] = base64_encode(tensor_bytes(at::detail::getDefaultCPUGenerator().get_state()));
+  if (device.is_cuda()) {
+    auto gen = at::globalContext().defaultGenerator(device);
+    j["cuda"] = base64_encode(tensor_bytes(gen.get_state()));
+  }
+  return j;
+}
+
+void restore_rng_state(const json& j, const torch::Device& device) {
+  auto set = [](at::Generator gen, const std::string& b64) {  // copies share the generator
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(bytes_tensor(base64_decode(b64)));
+  };
+  if (j.contains("cpu")) set(at::detail::getDefaultCPUGenerator(), j["cpu"]);
+  if (device.is_cuda() && j.contains("cuda")) set(at::globalContext().defaultGenerator(device), j["cuda"]);
+}
+
+// Autocast (bf16) scope on CUDA with LibTorch >= 2; validated before training starts.
+class AutocastGuard {
+ public:
+  explicit AutocastGuard(bool enabled) : enabled_(enabled) {
+#if TORCH_VERSION_MAJOR >= 2
+    if (enabled_) {
+#if TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 4
+      at::autocast::set_autocast_enabled(at::kCUDA, true);
+      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+#else
+      at::autocast::set_enabled(true);
+      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+#endif
+    }
+#endif
+  }
+  ~AutocastGuard() {
+#if TORCH_VERSION_MAJOR >= 2
+    if (enabled_) {
+#if TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 4
+      at::autocast::set_autocast_enabled(at::kCUDA, false);
+#else
+      at::autocast::set_enabled(false);
+#endif
+      at::autocast::clear_cache();
+    }
+#endif
+  }
+
+ private:
+  bool enabled_;
+};
+
+void check_precision(const std::string& precision, const torch::Device& device) {
+  if (precision == "fp32") return;
+#if TORCH_VERSION_MAJOR >= 2
+  if (device.is_cuda()) return;
+  throw Error(cat("train.precision=bf16 needs a CUDA device (got ", device.str(), "); use train.precision=fp32"));
+#else
+  (void)device;
+  throw Error(cat("train.precision=bf16 needs LibTorch >= 2.0 with CUDA (this is LibTorch ", TORCH_VERSION,
+                  "); use train.precision=fp32"));
+#endif
+}
+
+bool improved(double value, double best, bool greater) { return greater ? value > best : value < best; }
+
+}  // namespace
+
+TrainResult train(Task& task, const TrainerArgs& args) {
+  const TrainOptions o = read_options<TrainOptions>(args.config.at("train"), "train");
+  check_precision(o.precision, args.device);
+  const torch::Device device = args.device;
+  std::error_code ec;
+  fs::create_directories(args.output_dir, ec);
+  if (ec) throw Error(cat(args.output_dir, ": cannot create output directory: ", ec.message()));
+  write_json_file((fs::path(args.output_dir) / "config.json").string(), args.config);
+
+  task.prepare_training();
+  auto model = task.model();
+  model->to(device);
+  auto optimizer = make_optimizer(*model, o);
+
+  const int64_t micro_batches = static_cast<int64_t>(task.epoch_plan(o.seed, 0, o.per_device_train_batch_size).size());
+  const int64_t steps_per_epoch = std::max<int64_t>(1, micro_batches / o.gradient_accumulation_steps);
+  const int64_t total_steps = o.max_steps > 0
+                                  ? o.max_steps
+                                  : static_cast<int64_t>(std::ceil(o.num_train_epochs * steps_per_epoch));
+  const int64_t warmup = o.warmup_steps > 0 ? o.warmup_steps
+                                            : static_cast<int64_t>(std::ceil(o.warmup_ratio * total_steps));
+  const std::string best_metric = o.metric_for_best_model.empty() ? task.default_best_metric() : o.metric_for_best_model;
+  const bool greater = o.metric_for_best_model.empty() ? best_metric != "loss" : o.greater_is_better;
+
+  // --- state (restored on resume) ---
+  int64_t step = 0, epoch = 0, index = 0, evals_without_improvement = 0;
+  double best_value = greater ? -INFINITY : INFINITY;
+  std::string best_checkpoint;
+  double examples_seen = 0;
+
+  if (!args.resume_from.empty()) {
+    const fs::path dir = args.resume_from;
+    const json st = read_json_file((dir / "trainer_state.json").string());
+    load_model(*model, (dir / "model.safetensors").string());
+    try {
+      torch::load(*optimizer, (dir / "optimizer.pt").string());
+    } catch (const c10::Error& e) {
+      throw Error(cat((dir / "optimizer.pt").string(), ": cannot load optimizer state (",
+                      std::string(e.what_without_backtrace()).substr(0, 200), ")"));
+    }
+    step = st.at("global_step");
+    epoch = st.at("epoch_index");
+    index = st.at("batch_in_epoch");
+    examples_seen = st.value("examples_seen", 0.0);
+    if (st.contains("best_metric") && st["best_metric"].is_number()) best_value = st["best_metric"];
+    best_checkpoint = st.value("best_model_checkpoint", "");
+    evals_without_improvement = st.value("evals_without_improvement", 0);
+    restore_rng_state(st.at("rng_state"), device);
+    if (step >= total_steps)
+      throw Error(cat(args.resume_from, " is at step ", step, ", the run's last step is ", total_steps,
+                      "; raise train.max_steps (--set train.max_steps=N) to train further"));
+  }
+
+  TrainLogger log(args.output_dir, total_steps, o.report_to_tensorboard);
+  log.message(cat("training ", total_steps, " steps (", steps_per_epoch, " per epoch, batch ",
+                  o.per_device_train_batch_size, "x", o.gradient_accumulation_steps, ") on ", device.str(),
+                  args.resume_from.empty() ? std::string() : cat(", resuming from ", args.resume_from, " at step ", step)));
+
+  TrainResult result;
+  auto save = [&](const Metrics* eval_metrics) {
+    CheckpointWriter w(args.output_dir, step);
+    write_json_file(w.path("config.json"), args.config);
+    save_model(*model, w.path("model.safetensors"), args.config);
+    torch::save(*optimizer, w.path("optimizer.pt"));
+    task.save_assets(w.tmp_dir());
+    json st = {{"global_step", step},
+               {"epoch", static_cast<double>(epoch) + static_cast<double>(index) / std::max<int64_t>(1, micro_batches)},
+               {"epoch_index", epoch},
+               {"batch_in_epoch", index},
+               {"max_steps", total_steps},
+               {"examples_seen", examples_seen},
+               {"metric_for_best_model", best_metric},
+               {"best_metric", std::isfinite(best_value) ? json(best_value) : json(nullptr)},
+               {"best_model_checkpoint", best_checkpoint},
+               {"evals_without_improvement", evals_without_improvement},
+               {"seed", o.seed},
+               {"rng_state", rng_state(device)}};
+    if (eval_metrics) st["eval_metrics"] = *eval_metrics;
+    write_json_file(w.path("trainer_state.json"), st);
+    const std::string final_dir = w.commit();
+    result.last_checkpoint = final_dir;
+    return final_dir;
+  };
+
+  auto evaluate = [&]() {
+    Metrics m = task.evaluate("valid", o.per_device_eval_batch_size, device);
+    model->train();
+    json j(m);
+    log.log_eval(step, "valid", j);
+    result.final_metrics = m;
+    auto it = m.find(best_metric);
+    if (it == m.end()) {
+      std::vector<std::string> names;
+      for (auto& kv : m) names.push_back(kv.first);
+      throw Error(cat("config: train.metric_for_best_model '", best_metric, "' is not reported by this task; it reports: ",
+                      join(names)));
+    }
+    const bool better = improved(it->second, best_value, greater);
+    if (better) best_value = it->second, evals_without_improvement = 0;
+    else ++evals_without_improvement;
+    return std::make_pair(m, better);
+  };
+
+  auto after_save_rotate = [&]() { rotate_checkpoints(args.output_dir, o.save_total_limit, best_checkpoint); };
+
+  BatchStream stream(task, static_cast<uint64_t>(o.seed), o.per_device_train_batch_size, epoch, index,
+                     o.dataloader_prefetch);
+  model->train();
+  const auto t_start = std::chrono::steady_clock::now();
+  auto t_window = t_start;
+  double window_loss = 0, window_examples = 0;
+  int64_t window_steps = 0;
+  const bool autocast = o.precision == "bf16";
+
+  while (step < total_steps) {
+    optimizer->zero_grad();
+    double step_loss = 0;
+    int64_t step_examples = 0;
+    for (int64_t micro = 0; micro < o.gradient_accumulation_steps; ++micro) {
+      auto item = stream.next();
+      Batch batch = item.batch.to(device);
+      torch::Tensor loss;
+      {
+        AutocastGuard ac(autocast);
+        loss = task.loss(batch);
+      }
+      const double value = loss.item<double>();
+      if (!std::isfinite(value)) {
+        throw Error(cat("loss is ", value, " at step ", step + 1, " (micro-batch ", micro + 1, "); stopping. ",
+                        result.last_checkpoint.empty() && latest_checkpoint(args.output_dir).empty()
+                            ? std::string("No checkpoint was written yet.")
+                            : cat("The last good checkpoint is ", latest_checkpoint(args.output_dir), "."),
+                        " Try a lower train.learning_rate or train.max_grad_norm."));
+      }
+      (loss / static_cast<double>(o.gradient_accumulation_steps)).backward();
+      step_loss += value / o.gradient_accumulation_steps;
+      step_examples += batch.size;
+      // Position of the next batch to consume: what a checkpoint must record.
+      epoch = item.epoch;
+      index = item.index + 1;
+    }
+    double grad_norm = NAN;
+    if (o.max_grad_norm > 0) grad_norm = torch::nn::utils::clip_grad_norm_(model->parameters(), o.max_grad_norm);
+    const double lr = o.learning_rate * lr_factor(o.lr_scheduler_type, step, warmup, total_steps);
+    for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
+    optimizer->step();
+    ++step;
+    examples_seen += step_examples;
+    window_loss += step_loss;
+    window_examples += step_examples;
+    ++window_steps;
+
+    const auto now = std::chrono::steady_clock::now();
+    const double window_s = std::chrono::duration<double>(now - t_window).count();
+    log.progress(step, step_loss, lr, window_s > 0 ? window_steps / window_s : 0);
+    if (step % o.logging_steps == 0 || step == total_steps) {
+      json values = {{"loss", window_loss / window_steps},
+                     {"lr", lr},
+                     {"epoch", static_cast<double>(epoch) + static_cast<double>(index) / std::max<int64_t>(1, micro_batches)},
+                     {"examples_per_second", window_examples / std::max(window_s, 1e-9)},
+                     {"elapsed_seconds", std::chrono::duration<double>(now - t_start).count()}};
+      if (std::isfinite(grad_norm)) values["grad_norm"] = grad_norm;
+      log.log_train(step, values);
+      window_loss = window_examples = 0;
+      window_steps = 0;
+      t_window = std::chrono::steady_clock::now();
+    }
+
+    const bool last = step == total_steps;
+    const bool interrupted = stop_requested().load();
+    bool do_eval = last || (o.eval_steps > 0 && step % o.eval_steps == 0);
+    bool do_save = last || interrupted || (o.save_steps > 0 && step % o.save_steps == 0);
+    bool stop_early = false;
+    if (do_eval && !interrupted) {
+      auto [metrics, better] = evaluate();
+      if (better) do_save = true;  // keep-best needs the weights on disk
+      if (o.early_stopping_patience > 0 && evals_without_improvement >= o.early_stopping_patience) {
+        stop_early = do_save = true;
+      }
+      if (do_save) {
+        const std::string dir_name = (fs::path(args.output_dir) / checkpoint_dir_name(step)).string();
+        if (better) best_checkpoint = dir_name;
+        save(&metrics);
+        after_save_rotate();
+      }
+    } else if (do_save) {
+      save(nullptr);
+      after_save_rotate();
+    }
+    if (interrupted) {
+      log.message(cat("interrupted at step ", step, "; checkpoint saved to ", result.last_checkpoint,
+                      ". Resume with: zoo train --config ", args.config_source.empty() ? "CONFIG" : args.config_source,
+                      " --output-dir ", args.output_dir, " --resume"));
+      result.interrupted = true;
+      break;
+    }
+    if (stop_early) {
+      log.message(cat("early stopping at step ", step, ": no improvement of ", best_metric, " in ",
+                      o.early_stopping_patience, " evaluations"));
+      result.early_stopped = true;
+      break;
+    }
+  }
+  log.flush();
+  result.global_step = step;
+  result.best_checkpoint = best_checkpoint;
+  if (!result.interrupted) {
+    log.message(cat("done: ", step, " steps in ",
+                    format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()),
+                    "; last checkpoint ", result.last_checkpoint,
+                    best_checkpoint.empty() ? std::string() : cat("; best (", best_metric, "=", best_value, ") ", best_checkpoint)));
+  }
+  return result;
+}
+
+}  // namespace zoo
