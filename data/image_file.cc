@@ -1,0 +1,75 @@
+#include "data/image_file.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "train/error.h"
+
+// The one translation unit that compiles stb_image. Only the formats zoo documents are
+// built in, which keeps the rarely used (and less hardened) decoders out.
+#define STB_IMAGE_IMPLEMENTATION
+#define STBI_ONLY_PNG
+#define STBI_ONLY_JPEG
+#define STBI_ONLY_BMP
+#define STBI_ONLY_PNM
+#include <stb_image.h>
+
+namespace zoo::data {
+
+torch::Tensor load_image(const std::string& path, int64_t channels, int64_t height,
+                         int64_t width) {
+  if (channels != 1 && channels != 3 && channels != 4) {
+    throw Error(cat(path, ": cannot load as ", channels, " channels (use 1, 3 or 4)"));
+  }
+  if (height < 0 || width < 0) {
+    throw Error(cat(path, ": bad target size ", height, "x", width));
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(cat(path, ": is a directory, expected an image file"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(cat(path, ": cannot open: ", std::strerror(errno)));
+  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
+                                         std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error(cat(path, ": read error: ", std::strerror(errno)));
+  if (bytes.empty()) throw Error(cat(path, ": empty file, not an image"));
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) throw Error(cat(path, ": too large (> 2 GiB)"));
+
+  int w = 0, h = 0, file_channels = 0;
+  std::unique_ptr<unsigned char, void (*)(void*)> pixels(
+      stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h,
+                            &file_channels, static_cast<int>(channels)),
+      stbi_image_free);
+  if (!pixels) {
+    const char* reason = stbi_failure_reason();
+    throw Error(cat(path, ": cannot decode image (stb_image: ", reason ? reason : "unknown",
+                    "); supported formats are PNG, JPEG, BMP and PGM/PPM"));
+  }
+  // stb returns rows of interleaved channels (H, W, C); zoo wants (C, H, W). clone()
+  // always copies (contiguous() would not for one channel), so `pixels` may be freed.
+  torch::Tensor image = torch::from_blob(pixels.get(), {h, w, channels}, torch::kUInt8)
+                            .permute({2, 0, 1})
+                            .clone(torch::MemoryFormat::Contiguous);
+  const int64_t out_h = height > 0 ? height : h;
+  const int64_t out_w = width > 0 ? width : w;
+  if (out_h == h && out_w == w) return image;
+
+  namespace F = torch::nn::functional;
+  const bool shrinking = out_h < h || out_w < w;
+  const torch::Tensor resized =
+      F::interpolate(image.unsqueeze(0).to(torch::kFloat),
+                     F::InterpolateFuncOptions()
+                         .size(std::vector<int64_t>{out_h, out_w})
+                         .mode(torch::kBilinear)
+                         .align_corners(false)
+                         .antialias(shrinking));
+  return resized.squeeze(0).round().clamp(0, 255).to(torch::kUInt8);
+}
+
+}  // namespace zoo::data
