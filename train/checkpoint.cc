@@ -39,15 +39,13 @@ std::string latest_checkpoint(const std::string& output_dir) {
 
 void rotate_checkpoints(const std::string& output_dir, int64_t keep, const std::string& protect) {
   if (keep <= 0) return;
-  auto all = list_checkpoints(output_dir);
-  int64_t excess = static_cast<int64_t>(all.size()) - keep;
+  auto all = list_checkpoints(output_dir);  // oldest first
   std::error_code ec;
   const auto protected_path = protect.empty() ? fs::path() : fs::weakly_canonical(protect, ec);
-  for (const auto& [step, path] : all) {
-    if (excess <= 0) break;
-    if (!protect.empty() && fs::weakly_canonical(path, ec) == protected_path) continue;
-    fs::remove_all(path, ec);
-    --excess;
+  const int64_t n = static_cast<int64_t>(all.size());
+  for (int64_t i = 0; i + keep < n; ++i) {  // everything but the newest `keep`...
+    if (!protect.empty() && fs::weakly_canonical(all[i].second, ec) == protected_path) continue;  // ...and the best
+    fs::remove_all(all[i].second, ec);
   }
 }
 

@@ -1,0 +1,168 @@
+// The zoo command line as a user runs it: exit codes, one-line errors, and a tiny
+// end-to-end train -> eval -> classify -> export on generated images, plus Ctrl-C.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "fixtures.h"
+#include "train/config.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo {
+namespace {
+
+using test::run_zoo;
+
+// Every bad input: non-zero exit, one line naming the problem, no output directory work.
+TEST(Cli, BadInputIsRejectedWithOneClearLine) {
+  test::TempDir dir;
+  test::write_tiny_mnist(dir.path().string(), 64, 16);
+  const std::string good = dir / "good.json";
+  test::write_file(good, test::tiny_vit_config(dir.path().string()));
+  struct Case {
+    std::string args, expect;
+  };
+  const std::string out = " --output-dir " + (dir / "out");
+  std::vector<Case> cases = {
+      {"train --config " + (dir / "nope.json") + out, "nope.json: no such file"},
+      {"train --config " + good + " --set train.learning_rte=1" + out, "did you mean 'learning_rate'"},
+      {"train --config " + good + " --set train.max_steps=-1" + out, "train.max_steps must be >= 0, got -1"},
+      {"train --config " + good + " --set train.max_steps=lots" + out, "must be an integer"},
+      {"train --config " + good + " --set model.model_type=bert2" + out, "unknown model_type 'bert2'"},
+      {"train --config " + good + " --device tpu" + out, "unknown device 'tpu'"},
+      {"train --config " + good + " --set data.path=" + (dir / "missing") + out, "missing"},
+      {"train --config " + good + " --resume" + out, "no checkpoint in"},
+      {"eval --checkpoint " + (dir / "nockpt"), "no such checkpoint directory"},
+      {"classify --checkpoint " + (dir / "nockpt") + " " + good, "no such checkpoint directory"},
+      {"export --checkpoint " + (dir / "nockpt") + " --out " + (dir / "x"), "no such checkpoint directory"},
+  };
+  if (!torch::cuda::is_available()) cases.push_back({"train --config " + good + " --device cuda" + out, "cuda"});
+  test::write_file(dir / "syntax.json", "{\n \"train\": {\"max_steps\": 3,}\n}");
+  cases.push_back({"train --config " + (dir / "syntax.json") + out, "syntax.json:2:"});
+  for (const auto& c : cases) {
+    auto r = run_zoo(c.args);
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.output.find(c.expect), std::string::npos) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("zoo: error: "), std::string::npos) << c.args << "\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(fs::path(dir / "out") / "checkpoint-8"));
+}
+
+TEST(Cli, DevicesListsCpuAndVersion) {
+  auto r = run_zoo("devices");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("LibTorch "), std::string::npos);
+  EXPECT_NE(r.output.find("cpu: available"), std::string::npos);
+  EXPECT_NE(r.output.find("built with CUDA:"), std::string::npos);
+  EXPECT_NE(r.output.find("mps:"), std::string::npos);
+}
+
+void write_pgm(const std::string& path, int size, int band, int classes) {
+  std::ofstream out(path, std::ios::binary);
+  out << "P5\n" << size << " " << size << "\n255\n";
+  for (int y = 0; y < size; ++y)
+    for (int x = 0; x < size; ++x) out.put(static_cast<char>(y * classes / size == band ? 210 : 40));
+}
+
+TEST(Cli, TinyEndToEndTrainEvalClassifyExport) {
+  test::TempDir dir;
+  test::write_tiny_mnist(dir.path().string(), 320, 64);
+  const std::string cfg = dir / "tiny.json";
+  test::write_file(cfg, test::tiny_vit_config(dir.path().string()));
+  const std::string out = dir / "run";
+  auto r = run_zoo("train --config " + cfg + " --output-dir " + out +
+                   " --set train.max_steps=60 --set train.logging_steps=20 --set data.random_crop_padding=0"
+                   " --set data.horizontal_flip_prob=0 --set model.hidden_dropout_prob=0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(out + "/config.json"));
+  EXPECT_TRUE(fs::exists(out + "/checkpoint-60/model.safetensors"));
+  EXPECT_TRUE(fs::exists(out + "/checkpoint-60/optimizer.pt"));
+  EXPECT_TRUE(fs::exists(out + "/checkpoint-60/trainer_state.json"));
+  bool has_tb = false;
+  for (auto& e : fs::directory_iterator(out)) has_tb |= e.path().filename().string().rfind("events.out.tfevents", 0) == 0;
+  EXPECT_TRUE(has_tb);
+
+  r = run_zoo("eval --checkpoint " + out + "/checkpoint-60 --split test --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json metrics = json::parse(r.output.substr(r.output.rfind('{')));
+  EXPECT_EQ(metrics["examples"], 64);
+  EXPECT_GT(metrics["accuracy"].get<double>(), 0.9) << r.output;  // the bands are easy
+  EXPECT_TRUE(metrics.contains("loss"));
+
+  write_pgm(dir / "c.pgm", 8, 2, 4);
+  r = run_zoo("classify --checkpoint " + out + "/checkpoint-60 " + (dir / "c.pgm"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("c.pgm\tc\t"), std::string::npos) << r.output;
+  test::write_file(dir / "broken.png", "\x89PNG\r\n\x1a\n garbage");
+  r = run_zoo("classify --checkpoint " + out + "/checkpoint-60 " + (dir / "broken.png"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("broken.png"), std::string::npos) << r.output;
+
+  r = run_zoo("export --checkpoint " + out + "/checkpoint-60 --out " + (dir / "export"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json hf = read_json_file(dir / "export/config.json");
+  EXPECT_EQ(hf["model_type"], "vit");
+  EXPECT_EQ(hf["architectures"][0], "ViTForImageClassification");
+  EXPECT_EQ(hf["id2label"]["2"], "c");
+  // The export evaluates like the checkpoint it came from (same weights, normalisation).
+  r = run_zoo("eval --checkpoint " + (dir / "export") + " --split test --set data.path=" + dir.path().string() +
+              " --set data.dataset=mnist");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_DOUBLE_EQ(json::parse(r.output.substr(r.output.rfind('{')))["accuracy"].get<double>(),
+                   metrics["accuracy"].get<double>());
+  // Training again into the same directory without --resume is refused.
+  r = run_zoo("train --config " + cfg + " --output-dir " + out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--resume"), std::string::npos) << r.output;
+}
+
+// SIGINT: finish the step, write a checkpoint, exit 0 with a resume hint; --resume finishes.
+TEST(Cli, InterruptWritesACheckpointAndResumes) {
+  test::TempDir dir;
+  test::write_tiny_mnist(dir.path().string(), 320, 64);
+  const std::string cfg = dir / "tiny.json";
+  test::write_file(cfg, test::tiny_vit_config(dir.path().string()));
+  const std::string out = dir / "run";
+  const std::string log = dir / "log.txt";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    freopen(log.c_str(), "w", stderr);
+    execl(ZOO_BINARY, ZOO_BINARY, "train", "--config", cfg.c_str(), "--output-dir", out.c_str(), "--set",
+          "train.max_steps=100000", "--set", "train.save_steps=0", (char*)nullptr);
+    _exit(127);
+  }
+  // Wait for training to be under way (a few logged steps), then interrupt.
+  for (int i = 0; i < 600 && test::read_file(out + "/metrics.jsonl").size() < 300; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const std::string text = test::read_file(log);
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << text;
+  EXPECT_NE(text.find("interrupted at step"), std::string::npos) << text;
+  EXPECT_NE(text.find("--resume"), std::string::npos) << text;
+  int64_t step = 0;
+  for (auto& e : fs::directory_iterator(out)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("checkpoint-", 0) == 0) step = std::stoll(name.substr(11));
+  }
+  ASSERT_GT(step, 0) << text;
+  EXPECT_LT(step, 100000);
+  auto r = run_zoo("train --config " + cfg + " --output-dir " + out + " --resume --set train.max_steps=" +
+                   std::to_string(step + 3) + " --set train.save_steps=0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resuming from"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(out + "/checkpoint-" + std::to_string(step + 3)));
+}
+
+}  // namespace
+}  // namespace zoo

@@ -1,0 +1,140 @@
+// Config parsing/validation, --set overrides, presets, devices and schedules.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "models/registry.h"
+#include "test_util.h"
+#include "train/config.h"
+#include "train/device.h"
+#include "train/task.h"
+#include "train/trainer.h"
+
+namespace zoo {
+namespace {
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(Config, DefaultsComeFromTheOptionsStruct) {
+  auto o = read_options<TrainOptions>(json::object(), "train");
+  EXPECT_EQ(o.per_device_train_batch_size, TrainOptions().per_device_train_batch_size);
+  json j = to_json(o);
+  EXPECT_EQ(j["learning_rate"], TrainOptions().learning_rate);
+  EXPECT_EQ(j["lr_scheduler_type"], "linear");
+}
+
+TEST(Config, UnknownKeySuggestsTheNearest) {
+  const auto msg = error_of([] { read_options<TrainOptions>(json{{"learning_rte", 0.1}}, "train"); });
+  EXPECT_NE(msg.find("unknown key 'train.learning_rte'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'learning_rate'"), std::string::npos) << msg;
+}
+
+TEST(Config, UnknownKeyFarFromAnyListsValidKeys) {
+  const auto msg = error_of([] { read_options<TrainOptions>(json{{"zzzzzzzzzzzz", 1}}, "train"); });
+  EXPECT_NE(msg.find("valid keys: max_steps"), std::string::npos) << msg;
+}
+
+TEST(Config, WrongTypeAndRange) {
+  EXPECT_NE(error_of([] { read_options<TrainOptions>(json{{"max_steps", "ten"}}, "train"); })
+                .find("train.max_steps must be an integer, got \"ten\""),
+            std::string::npos);
+  EXPECT_NE(error_of([] { read_options<TrainOptions>(json{{"max_steps", 1.5}}, "train"); }).find("integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { read_options<TrainOptions>(json{{"adam_beta1", 2.0}}, "train"); })
+                .find("train.adam_beta1 must be in [0, 1], got 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { read_options<TrainOptions>(json{{"optim", "sgdd"}}, "train"); })
+                .find("did you mean \"sgd\""),
+            std::string::npos);
+  EXPECT_NE(error_of([] { read_options<TrainOptions>(json{{"report_to_tensorboard", 1}}, "train"); })
+                .find("true or false"),
+            std::string::npos);
+  // Integers written as floats are fine when whole.
+  EXPECT_EQ(read_options<TrainOptions>(json{{"max_steps", 1e3}}, "train").max_steps, 1000);
+}
+
+TEST(Config, JsonSyntaxErrorNamesFileLineAndColumn) {
+  test::TempDir dir;
+  const std::string path = dir / "bad.json";
+  test::write_file(path, "{\n  \"model\": {\n    \"hidden_size\": 12,,\n  }\n}\n");
+  const auto msg = error_of([&] { read_json_file(path); });
+  EXPECT_NE(msg.find(path + ":3:"), std::string::npos) << msg;
+  EXPECT_NE(error_of([&] { read_json_file(dir / "missing.json"); }).find("missing.json: no such file"),
+            std::string::npos);
+}
+
+TEST(Config, Overrides) {
+  json c = {{"train", {{"max_steps", 1}}}};
+  apply_override(c, "train.max_steps=300");
+  apply_override(c, "train.optim=sgd");  // bare word: a string
+  apply_override(c, "data.mean=[0.5]");
+  EXPECT_EQ(c["train"]["max_steps"], 300);
+  EXPECT_EQ(c["train"]["optim"], "sgd");
+  EXPECT_EQ(c["data"]["mean"], json::array({0.5}));
+  EXPECT_NE(error_of([&] { apply_override(c, "max_steps=3"); }).find("expected section.key=value"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_override(c, "trian.max_steps=3"); }).find("did you mean 'train'"),
+            std::string::npos);
+}
+
+TEST(Config, ResolveFillsEveryDefaultAndChecksModelType) {
+  json c = {{"model", {{"preset", "vit-tiny"}}}, {"train", {{"max_steps", 5}}}};
+  json r = resolve_config(c, "x.json");
+  EXPECT_EQ(r["model"]["model_type"], "vit");
+  EXPECT_EQ(r["model"]["image_size"], 28);
+  EXPECT_EQ(r["train"]["max_steps"], 5);
+  EXPECT_EQ(r["data"]["mean"], json::array({0.2860}));  // Fashion-MNIST statistics
+  EXPECT_EQ(resolve_config(r, "again.json"), r);        // idempotent
+  const auto msg = error_of([] { resolve_config(json{{"model", {{"model_type", "vitt"}}}}, "x.json"); });
+  EXPECT_NE(msg.find("x.json: config: unknown model_type 'vitt'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'vit'"), std::string::npos) << msg;
+  EXPECT_NE(error_of([] { resolve_config(json{{"modle", json::object()}}, "x.json"); }).find("unknown section"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              resolve_config(json{{"model", {{"preset", "vit-tiny"}, {"num_attention_heads", 3}}}}, "x.json");
+            }).find("divisible"),
+            std::string::npos);
+}
+
+TEST(Device, Parsing) {
+  EXPECT_EQ(resolve_device("cpu"), torch::Device(torch::kCPU));
+  const auto a = resolve_device("auto");
+  EXPECT_TRUE(a.is_cpu() || a.is_cuda() || a.is_mps());
+  EXPECT_NE(error_of([] { resolve_device("gpu"); }).find("unknown device 'gpu'"), std::string::npos);
+  EXPECT_NE(error_of([] { resolve_device("cuda:x"); }).find("cuda:N"), std::string::npos);
+  if (!torch::cuda::is_available()) {
+    EXPECT_NE(error_of([] { resolve_device("cuda"); }).find("not available"), std::string::npos);
+    EXPECT_NE(error_of([] { resolve_device("cuda:1"); }).find("not available"), std::string::npos);
+  } else {
+    EXPECT_TRUE(resolve_device("cuda:0").is_cuda());
+    EXPECT_NE(error_of([] { resolve_device("cuda:99"); }).find("has"), std::string::npos);
+  }
+  if (!mps_available()) {
+    EXPECT_NE(error_of([] { resolve_device("mps"); }).find("not available"), std::string::npos);
+  }
+}
+
+TEST(Schedule, Shapes) {
+  EXPECT_DOUBLE_EQ(lr_factor("constant", 5, 10, 100), 1.0);
+  EXPECT_DOUBLE_EQ(lr_factor("linear", 5, 10, 100), 0.5);  // warmup
+  EXPECT_DOUBLE_EQ(lr_factor("linear", 10, 10, 110), 1.0);
+  EXPECT_DOUBLE_EQ(lr_factor("linear", 60, 10, 110), 0.5);
+  EXPECT_NEAR(lr_factor("cosine", 60, 10, 110), 0.5, 1e-12);
+  EXPECT_NEAR(lr_factor("cosine", 110, 10, 110), 0.0, 1e-12);
+  EXPECT_DOUBLE_EQ(lr_factor("constant_with_warmup", 50, 10, 100), 1.0);
+  // Noam: peak 1 at step == warmup, 1/sqrt decay after.
+  EXPECT_NEAR(lr_factor("inverse_sqrt", 99, 100, 1000), 1.0, 1e-12);
+  EXPECT_NEAR(lr_factor("inverse_sqrt", 399, 100, 1000), 0.5, 1e-12);
+  EXPECT_LT(lr_factor("inverse_sqrt", 9, 100, 1000), 0.11);
+}
+
+}  // namespace
+}  // namespace zoo

@@ -1,0 +1,139 @@
+// ViT: shapes, backward, the exact Hugging Face state-dict names, and logits parity with
+// a plain-PyTorch re-implementation of transformers' ViTForImageClassification
+// (tests/py/hf_vit.py) in both directions (our export -> Python, HF checkpoint -> us).
+#include <gtest/gtest.h>
+
+#include "models/registry.h"
+#include "models/vit.h"
+#include "test_util.h"
+#include "train/checkpoint.h"
+#include "train/safetensors.h"
+#include "train/task.h"
+#include "train/tasks/image_classification.h"
+
+namespace zoo {
+namespace {
+
+models::ViTOptions tiny() {
+  models::ViTOptions o;
+  o.hidden_size = 32;
+  o.num_hidden_layers = 2;
+  o.num_attention_heads = 4;
+  o.intermediate_size = 48;
+  o.image_size = 16;
+  o.patch_size = 4;
+  o.num_channels = 3;
+  o.num_labels = 5;
+  return o;
+}
+
+TEST(ViT, ShapesAndBackward) {
+  torch::manual_seed(0);
+  models::ViTForImageClassification m(tiny());
+  auto x = torch::randn({3, 3, 16, 16});
+  auto logits = m->forward(x);
+  ASSERT_EQ(logits.sizes(), (std::vector<int64_t>{3, 5}));
+  logits.sum().backward();
+  for (const auto& p : m->named_parameters()) {
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    EXPECT_GT(p.value().grad().abs().sum().item<double>(), 0) << p.key() << " got no gradient";
+  }
+  EXPECT_THROW(m->forward(torch::randn({1, 1, 16, 16})), c10::Error);  // wrong channels
+}
+
+TEST(ViT, ExactStateDictKeys) {
+  auto o = tiny();
+  o.num_hidden_layers = 1;
+  models::ViTForImageClassification m(o);
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : state_dict(*m)) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  std::vector<std::string> expected = {
+      "classifier.bias",
+      "classifier.weight",
+      "vit.embeddings.cls_token",
+      "vit.embeddings.patch_embeddings.projection.bias",
+      "vit.embeddings.patch_embeddings.projection.weight",
+      "vit.embeddings.position_embeddings",
+      "vit.encoder.layer.0.attention.attention.key.bias",
+      "vit.encoder.layer.0.attention.attention.key.weight",
+      "vit.encoder.layer.0.attention.attention.query.bias",
+      "vit.encoder.layer.0.attention.attention.query.weight",
+      "vit.encoder.layer.0.attention.attention.value.bias",
+      "vit.encoder.layer.0.attention.attention.value.weight",
+      "vit.encoder.layer.0.attention.output.dense.bias",
+      "vit.encoder.layer.0.attention.output.dense.weight",
+      "vit.encoder.layer.0.intermediate.dense.bias",
+      "vit.encoder.layer.0.intermediate.dense.weight",
+      "vit.encoder.layer.0.layernorm_after.bias",
+      "vit.encoder.layer.0.layernorm_after.weight",
+      "vit.encoder.layer.0.layernorm_before.bias",
+      "vit.encoder.layer.0.layernorm_before.weight",
+      "vit.encoder.layer.0.output.dense.bias",
+      "vit.encoder.layer.0.output.dense.weight",
+      "vit.layernorm.bias",
+      "vit.layernorm.weight",
+  };
+  EXPECT_EQ(keys, expected);
+  // Shapes that Hugging Face checkpoints have.
+  for (const auto& [k, v] : state_dict(*m)) {
+    if (k == "vit.embeddings.position_embeddings") {
+      EXPECT_EQ(v.sizes(), (std::vector<int64_t>{1, 17, 32}));
+    }
+    if (k == "vit.embeddings.patch_embeddings.projection.weight") {
+      EXPECT_EQ(v.sizes(), (std::vector<int64_t>{32, 3, 4, 4}));
+    }
+  }
+}
+
+torch::Tensor python_logits(const test::TempDir& dir, const std::string& model_dir, const torch::Tensor& x) {
+  safetensors::save(dir / "in.safetensors", {{"pixel_values", x}});
+  auto r = test::run_python("hf_vit.py", "logits " + model_dir + " " + (dir / "in.safetensors") + " " +
+                                             (dir / "out.safetensors"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  if (r.exit_code != 0) return torch::Tensor();
+  return safetensors::load(dir / "out.safetensors").tensors.at("logits");
+}
+
+TEST(ViT, ExportLoadsInHuggingFaceLayoutWithSameLogits) {
+  test::TempDir dir;
+  torch::manual_seed(1);
+  models::ViTForImageClassification m(tiny());
+  {  // non-trivial LayerNorms, biases and embeddings
+    torch::NoGradGuard g;
+    for (auto& p : m->parameters()) p.add_(torch::randn_like(p) * 0.1);
+  }
+  m->eval();
+  json section = to_json(tiny());
+  section["model_type"] = "vit";
+  const json resolved = models::resolve_model_config(section);
+  save_model(*m, dir / "model.safetensors", json{{"model", resolved}});
+  write_json_file(dir / "config.json", models::to_hf_config(resolved));
+  auto x = torch::randn({2, 3, 16, 16});
+  auto py = python_logits(dir, dir.path().string(), x);
+  ASSERT_TRUE(py.defined());
+  torch::NoGradGuard g;
+  auto ours = m->forward(x);
+  EXPECT_TRUE(torch::allclose(ours, py, 1e-5, 1e-5)) << "max |diff| " << (ours - py).abs().max().item<double>();
+}
+
+TEST(ViT, LoadsAHuggingFaceCheckpointWithSameLogits) {
+  test::TempDir dir;
+  const std::string hf = dir / "hf";
+  auto r = test::run_python("hf_vit.py", "make " + hf + " 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto task = load_task(hf, {}, torch::Device(torch::kCPU));
+  auto* ic = dynamic_cast<ImageClassificationTask*>(task.get());
+  ASSERT_NE(ic, nullptr);
+  EXPECT_EQ(ic->vit()->options().labels, (std::vector<std::string>{"cat", "dog", "bird"}));
+  torch::manual_seed(2);
+  auto x = torch::randn({2, 3, 16, 16});
+  auto py = python_logits(dir, hf, x);
+  ASSERT_TRUE(py.defined());
+  torch::NoGradGuard g;
+  auto ours = ic->vit()->forward(x);
+  EXPECT_TRUE(torch::allclose(ours, py, 1e-5, 1e-5)) << "max |diff| " << (ours - py).abs().max().item<double>();
+}
+
+}  // namespace
+}  // namespace zoo
