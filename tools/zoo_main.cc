@@ -1,20 +1,15 @@
 // zoo: train, evaluate, export and run attention models from the command line.
-#include <cstdlib>
 #include <iostream>
-#include <thread>
 
 #include <torch/torch.h>
 
 #include "tools/commands.h"
+#include "train/device.h"
 #include "train/error.h"
 
 int main(int argc, char** argv) {
-  // LibTorch may start with one intra-op thread; use every core unless the user said
-  // otherwise through OMP_NUM_THREADS (which LibTorch honours itself).
-  if (!std::getenv("OMP_NUM_THREADS")) {
-    const unsigned n = std::thread::hardware_concurrency();
-    if (n > 0) torch::set_num_threads(static_cast<int>(n));
-  }
+  // LibTorch may start with one intra-op thread; use every core (OMP_NUM_THREADS overrides).
+  zoo::configure_cpu_threads();
   CLI::App app{"zoo: a LibTorch model zoo and trainer (ViT, seq2seq, Transformer, BERT, GPT)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "zoo 0.1.0");

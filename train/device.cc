@@ -1,6 +1,10 @@
 #include "train/device.h"
 
+#include <dlfcn.h>
+
+#include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include <torch/cuda.h>
 #include <torch/version.h>
@@ -42,6 +46,15 @@ std::string describe_cuda_device(int64_t i) {
 }
 
 }  // namespace
+
+void configure_cpu_threads(int threads) {
+  if (threads <= 0 && !std::getenv("OMP_NUM_THREADS")) threads = static_cast<int>(std::thread::hardware_concurrency());
+  if (threads > 0) at::set_num_threads(threads);
+  if (at::get_num_threads() > 1 && !std::getenv("OPENBLAS_NUM_THREADS")) {
+    using SetThreads = void (*)(int);
+    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(1);
+  }
+}
 
 torch::Device resolve_device(const std::string& spec) {
   if (spec == "auto") {

@@ -15,6 +15,12 @@ torch::Device resolve_device(const std::string& spec);
 /// Human-readable report for `zoo devices`.
 std::string describe_devices();
 
+/// Sets LibTorch's intra-op threads (0: one per core, unless OMP_NUM_THREADS is set) and,
+/// when LibTorch runs BLAS through OpenBLAS's own thread pool, makes OpenBLAS single-threaded
+/// (unless OPENBLAS_NUM_THREADS is set) so the two pools do not fight over the cores: on a
+/// 2-core machine that oversubscription costs ~35% of a ViT training step.
+void configure_cpu_threads(int threads = 0);
+
 /// True when this LibTorch has MPS support compiled in and an MPS device is usable.
 bool mps_available();
 

@@ -1,0 +1,55 @@
+// zoo_bench_vit: times ViT training steps (forward, cross-entropy, backward, AdamW step) on
+// random data, as tools/bench/vit_bench.py does for the Python reference. Prints JSON.
+//   zoo_bench_vit --hidden 128 --layers 4 --heads 4 --mlp 256 --image 28 --patch 4
+//                 --channels 1 --batch 128 --steps 30 --warmup 5 --threads 2
+#include <chrono>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include "models/vit.h"
+#include "train/device.h"
+
+int main(int argc, char** argv) {
+  zoo::models::ViTOptions o;
+  int64_t batch = 128, steps = 30, warmup = 5, threads = 2;
+  o.hidden_size = 128, o.num_hidden_layers = 4, o.num_attention_heads = 4, o.intermediate_size = 256;
+  o.image_size = 28, o.patch_size = 4, o.num_channels = 1, o.num_labels = 10;
+  CLI::App app{"ViT training-step benchmark"};
+  app.add_option("--hidden", o.hidden_size);
+  app.add_option("--layers", o.num_hidden_layers);
+  app.add_option("--heads", o.num_attention_heads);
+  app.add_option("--mlp", o.intermediate_size);
+  app.add_option("--image", o.image_size);
+  app.add_option("--patch", o.patch_size);
+  app.add_option("--channels", o.num_channels);
+  app.add_option("--batch", batch);
+  app.add_option("--steps", steps);
+  app.add_option("--warmup", warmup);
+  app.add_option("--threads", threads);
+  CLI11_PARSE(app, argc, argv);
+  zoo::configure_cpu_threads(static_cast<int>(threads));  // as the zoo binary does
+  torch::manual_seed(0);
+  zoo::models::ViTForImageClassification model(o);
+  model->train();
+  torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(0.05));
+  auto x = torch::randn({batch, o.num_channels, o.image_size, o.image_size});
+  auto y = torch::randint(0, o.num_labels, {batch}, torch::kLong);
+  std::vector<double> times;
+  for (int64_t i = 0; i < warmup + steps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    opt.zero_grad();
+    auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
+    loss.backward();
+    opt.step();
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= warmup) times.push_back(dt);
+  }
+  std::sort(times.begin(), times.end());
+  double mean = 0;
+  for (double t : times) mean += t / times.size();
+  std::cout << "{\"impl\":\"zoo (C++)\",\"threads\":" << torch::get_num_threads() << ",\"batch\":" << batch
+            << ",\"median_step_ms\":" << 1000 * times[times.size() / 2] << ",\"mean_step_ms\":" << 1000 * mean << "}"
+            << std::endl;
+}
