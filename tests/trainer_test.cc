@@ -65,10 +65,10 @@ class NanTask : public Task {
  public:
   explicit NanTask(int64_t nan_at) : nan_at_(nan_at), net_(torch::nn::Linear(2, 1)) {}
   std::shared_ptr<torch::nn::Module> model() override { return net_.ptr(); }
-  void prepare_training() override {}
+  void prepare_training(const std::string&) override {}
   int64_t num_train_examples() const override { return 64; }
   Batch make_train_batch(const std::vector<int64_t>& idx, uint64_t) const override {
-    return Batch{{torch::ones({static_cast<int64_t>(idx.size()), 2})}, static_cast<int64_t>(idx.size())};
+    return Batch{{torch::ones({static_cast<int64_t>(idx.size()), 2})}, static_cast<int64_t>(idx.size()), 0};
   }
   torch::Tensor loss(const Batch& b) override {
     auto l = net_->forward(b.tensors[0]).pow(2).mean();

@@ -18,8 +18,11 @@ namespace zoo {
 struct Batch {
   std::vector<torch::Tensor> tensors;
   int64_t size = 0;  // examples in the batch
+  /// Per-batch seed (from make_train_batch) for randomness inside the loss, e.g. teacher
+  /// forcing, so that it is reproducible across resume without touching global RNGs.
+  uint64_t seed = 0;
   Batch to(const torch::Device& device) const {
-    Batch b{{}, size};
+    Batch b{{}, size, seed};
     for (const auto& t : tensors) b.tensors.push_back(t.to(device, /*non_blocking=*/true));
     return b;
   }
@@ -35,8 +38,9 @@ class Task {
   virtual std::shared_ptr<torch::nn::Module> model() = 0;
 
   /// Loads the training data (and validation split). Called once before training, so that
-  /// bad data paths fail before any model work.
-  virtual void prepare_training() = 0;
+  /// bad data paths fail before any model work. `output_dir` is where the run writes;
+  /// tasks may record their data split there.
+  virtual void prepare_training(const std::string& output_dir) = 0;
   /// Number of training examples (after prepare_training()).
   virtual int64_t num_train_examples() const = 0;
   /// Which training examples form each batch of `epoch`; deterministic in (seed, epoch).
@@ -56,7 +60,8 @@ class Task {
 
   /// Files beside model.safetensors that the model needs at inference (vocabularies).
   virtual void save_assets(const std::string& /*dir*/) const {}
-  /// The resolved config this task was built from.
+  /// The resolved config this task was built from (tasks may complete it, e.g. with
+  /// vocabulary sizes); it is what the trainer writes to OUT/config.json and checkpoints.
   const json& config() const { return config_; }
 
  protected:

@@ -270,9 +270,12 @@ TrainResult train(Task& task, const TrainerArgs& args) {
   std::error_code ec;
   fs::create_directories(args.output_dir, ec);
   if (ec) throw Error(cat(args.output_dir, ": cannot create output directory: ", ec.message()));
-  write_json_file((fs::path(args.output_dir) / "config.json").string(), args.config);
+  task.prepare_training(args.output_dir);
+  // The task's resolved config (it may add what it learnt from the data, e.g. vocabulary
+  // sizes) is the one that rebuilds the model from a checkpoint.
+  const json& config = task.config().is_null() ? args.config : task.config();
+  write_json_file((fs::path(args.output_dir) / "config.json").string(), config);
 
-  task.prepare_training();
   auto model = task.model();
   model->to(device);
   auto optimizer = make_optimizer(*model, o);
@@ -324,8 +327,8 @@ TrainResult train(Task& task, const TrainerArgs& args) {
   TrainResult result;
   auto save = [&](const Metrics* eval_metrics) {
     CheckpointWriter w(args.output_dir, step);
-    write_json_file(w.path("config.json"), args.config);
-    save_model(*model, w.path("model.safetensors"), args.config);
+    write_json_file(w.path("config.json"), config);
+    save_model(*model, w.path("model.safetensors"), config);
     torch::save(*optimizer, w.path("optimizer.pt"));
     task.save_assets(w.tmp_dir());
     json st = {{"global_step", step},

@@ -62,7 +62,7 @@ const data::ImageSet& ImageClassificationTask::test_set() {
   return *test_;
 }
 
-void ImageClassificationTask::prepare_training() {
+void ImageClassificationTask::prepare_training(const std::string& /*output_dir*/) {
   const auto& set = train_set();
   const auto& o = model_->options();
   if (set.images.size(1) != o.num_channels || set.images.size(2) != o.image_size ||
@@ -99,7 +99,7 @@ Batch ImageClassificationTask::make_train_batch(const std::vector<int64_t>& indi
     if (data_.random_crop_padding > 0) images = data::random_crop(images, data_.random_crop_padding, gen);
     if (data_.horizontal_flip_prob > 0) images = data::random_hflip(images, data_.horizontal_flip_prob, gen);
   }
-  return Batch{{preprocess(images), labels}, static_cast<int64_t>(indices.size())};
+  return Batch{{preprocess(images), labels}, static_cast<int64_t>(indices.size()), seed};
 }
 
 torch::Tensor ImageClassificationTask::loss(const Batch& batch) {
@@ -110,7 +110,7 @@ torch::Tensor ImageClassificationTask::loss(const Batch& batch) {
 Metrics ImageClassificationTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {
   torch::Tensor images, labels;
   if (split == "valid") {
-    if (!valid_index_.defined()) prepare_training();
+    if (!valid_index_.defined()) prepare_training("");
     if (valid_index_.size(0) == 0)
       throw Error("no validation split: data.validation_size is 0; use --split test");
     images = train_->images.index_select(0, valid_index_);

@@ -43,7 +43,7 @@ class ImageClassificationTask : public Task {
   explicit ImageClassificationTask(const json& config);
 
   std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
-  void prepare_training() override;
+  void prepare_training(const std::string& output_dir) override;
   int64_t num_train_examples() const override { return train_index_.size(0); }
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   torch::Tensor loss(const Batch& batch) override;
