@@ -39,6 +39,7 @@ TEST(Cli, BadInputIsRejectedWithOneClearLine) {
       {"train --config " + good + " --device tpu" + out, "unknown device 'tpu'"},
       {"train --config " + good + " --set data.path=" + (dir / "missing") + out, "missing"},
       {"train --config " + good + " --resume" + out, "no checkpoint in"},
+      {"train --config " + good + " --set train.precision=bf16 --device cpu" + out, "train.precision=bf16 needs"},
       {"eval --checkpoint " + (dir / "nockpt"), "no such checkpoint directory"},
       {"classify --checkpoint " + (dir / "nockpt") + " " + good, "no such checkpoint directory"},
       {"export --checkpoint " + (dir / "nockpt") + " --out " + (dir / "x"), "no such checkpoint directory"},

@@ -101,6 +101,79 @@ TEST(Trainer, NonFiniteLossStopsWithTheStepAndKeepsTheLastCheckpoint) {
   EXPECT_EQ(latest_checkpoint(dir / "out"), (fs::path(dir / "out") / "checkpoint-4").string());
 }
 
+// A linear model on fixed data: loss = mean((w.x + b - y)^2); evaluation reports a loss
+// that never improves after the first evaluation.
+class LinearTask : public Task {
+ public:
+  LinearTask() : net_(torch::nn::Linear(3, 1)) {
+    torch::manual_seed(5);
+    x_ = torch::randn({64, 3});
+    y_ = x_.matmul(torch::tensor({1.0f, -2.0f, 0.5f})) + 0.3;
+  }
+  std::shared_ptr<torch::nn::Module> model() override { return net_.ptr(); }
+  void prepare_training(const std::string&) override {}
+  int64_t num_train_examples() const override { return 64; }
+  Batch make_train_batch(const std::vector<int64_t>& idx, uint64_t) const override {
+    auto i = torch::tensor(idx, torch::kLong);
+    return Batch{{x_.index_select(0, i), y_.index_select(0, i)}, static_cast<int64_t>(idx.size()), 0};
+  }
+  torch::Tensor loss(const Batch& b) override {
+    return (net_->forward(b.tensors[0]).squeeze(1) - b.tensors[1]).pow(2).mean();
+  }
+  Metrics evaluate(const std::string&, int64_t, const torch::Device&) override {
+    ++evals;
+    return {{"loss", evals == 1 ? 1.0 : 2.0}};
+  }
+  int evals = 0;
+  torch::nn::Linear net_;
+
+ private:
+  torch::Tensor x_, y_;
+};
+
+json linear_config(const json& train) {
+  json t = train;
+  t["report_to_tensorboard"] = false;
+  t["optim"] = "sgd";
+  t["momentum"] = 0.0;
+  t["learning_rate"] = 0.05;
+  t["lr_scheduler_type"] = "constant";
+  t["max_grad_norm"] = 0.0;
+  return {{"model", {{"model_type", "test"}}}, {"train", to_json(read_options<TrainOptions>(t, "train"))}};
+}
+
+TEST(Trainer, GradientAccumulationEqualsTheLargerBatch) {
+  test::TempDir dir;
+  LinearTask a, b;
+  {
+    torch::NoGradGuard g;
+    b.net_->weight.copy_(a.net_->weight);
+    b.net_->bias.copy_(a.net_->bias);
+  }
+  const auto w0 = a.net_->weight.detach().clone();
+  train(a, TrainerArgs{linear_config({{"max_steps", 3}, {"per_device_train_batch_size", 16}}), "x", dir / "a",
+                       torch::Device(torch::kCPU), ""});
+  train(b, TrainerArgs{linear_config({{"max_steps", 3},
+                                      {"per_device_train_batch_size", 8},
+                                      {"gradient_accumulation_steps", 2}}),
+                       "x", dir / "b", torch::Device(torch::kCPU), ""});
+  EXPECT_TRUE(torch::allclose(a.net_->weight, b.net_->weight, 1e-6, 1e-6));
+  EXPECT_TRUE(torch::allclose(a.net_->bias, b.net_->bias, 1e-6, 1e-6));
+  EXPECT_FALSE(torch::allclose(a.net_->weight, w0));  // it did train
+}
+
+TEST(Trainer, EarlyStoppingAfterPatienceEvaluations) {
+  test::TempDir dir;
+  LinearTask task;
+  auto result = train(task, TrainerArgs{linear_config({{"max_steps", 50}, {"per_device_train_batch_size", 8},
+                                                       {"eval_steps", 1}, {"early_stopping_patience", 2}}),
+                                        "x", dir / "out", torch::Device(torch::kCPU), ""});
+  EXPECT_TRUE(result.early_stopped);
+  EXPECT_EQ(result.global_step, 3);  // best at eval 1, no improvement at evals 2 and 3
+  EXPECT_EQ(result.best_checkpoint, (fs::path(dir / "out") / "checkpoint-1").string());
+  EXPECT_TRUE(fs::exists(result.best_checkpoint));
+}
+
 TEST(Checkpoint, UncommittedWriterLeavesNothingThatLooksWhole) {
   test::TempDir dir;
   {
