@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "models/seq2seq.h"
 #include "models/vit.h"
 
 namespace zoo::models {
@@ -33,14 +34,53 @@ const std::map<std::string, Preset>& presets() {
         {{"hidden_size", 768}, {"num_hidden_layers", 12}, {"num_attention_heads", 12},
          {"intermediate_size", 3072}, {"image_size", 224}, {"patch_size", 16}, {"num_channels", 3},
          {"num_labels", 1000}}}},
+      // Document 000's GRU encoder-decoder with Bahdanau attention: embedding 256, GRU 1024.
+      // The vocabulary sizes and special ids are filled in from the data by the task.
+      {"seq2seq-bahdanau-doc000",
+       {"seq2seq", {{"embedding_dim", 256}, {"units", 1024}, {"attention", "bahdanau"}}}},
   };
   return p;
+}
+
+// Keys of a seq2seq model section beside Seq2SeqOptions' fields: the target vocabulary's
+// <start> and <end> ids, which the translation task fills in from the data.
+const std::vector<std::string>& seq2seq_extra_keys() {
+  static const std::vector<std::string> keys{"model_type", "bos_id", "eos_id"};
+  return keys;
+}
+
+json resolve_seq2seq(const json& merged) {
+  auto o = read_options<Seq2SeqOptions>(merged, "model", seq2seq_extra_keys());
+  int64_t special[2] = {-1, -1};
+  const char* names[2] = {"bos_id", "eos_id"};
+  for (int i = 0; i < 2; ++i) {
+    if (!merged.contains(names[i])) continue;
+    const std::string where = cat("model.", names[i]);
+    detail::read_value(merged[names[i]], where, special[i]);
+    detail::check_limits(where, special[i], at_least(-1));
+    if (o.target_vocab_size > 0 && special[i] >= o.target_vocab_size)
+      throw Error(cat("config: ", where, " (", special[i], ") must be below model.target_vocab_size (",
+                      o.target_vocab_size, ")"));
+  }
+  // Vocabulary sizes of 0 (absent) mean "from the data": the task fills them in. The other
+  // fields are checked now, with stand-in sizes.
+  Seq2SeqOptions check = o;
+  if (check.source_vocab_size == 0) check.source_vocab_size = check.pad_id + 1;
+  if (check.target_vocab_size == 0) check.target_vocab_size = check.pad_id + 1;
+  check.validate();
+  json out = {{"model_type", "seq2seq"}};
+  out.update(to_json(o));
+  if (o.source_vocab_size == 0) out.erase("source_vocab_size");
+  if (o.target_vocab_size == 0) out.erase("target_vocab_size");
+  if (special[0] >= 0) out["bos_id"] = special[0];
+  if (special[1] >= 0) out["eos_id"] = special[1];
+  return out;
 }
 
 }  // namespace
 
 const std::vector<std::string>& model_types() {
-  static const std::vector<std::string> t{"vit"};
+  static const std::vector<std::string> t{"vit", "seq2seq"};
   return t;
 }
 
@@ -79,6 +119,7 @@ json resolve_model_config(const json& section) {
     out.update(to_json(o));
     return out;
   }
+  if (type == "seq2seq") return resolve_seq2seq(merged);
   const std::string near = nearest(type, model_types());
   throw Error(cat("config: unknown model_type '", type, "'; known types: ", join(model_types()),
                   near.empty() ? "" : " (did you mean '" + near + "'?)"));
@@ -86,6 +127,14 @@ json resolve_model_config(const json& section) {
 
 json from_hf_config(const json& hf) {
   const std::string type = hf.value("model_type", "");
+  if (type == "seq2seq") {  // what to_hf_config writes for zoo's seq2seq
+    json model = {{"model_type", "seq2seq"}};
+    for (const auto& doc : describe_options<Seq2SeqOptions>())
+      if (hf.contains(doc.key)) model[doc.key] = hf[doc.key];
+    if (hf.contains("decoder_start_token_id")) model["bos_id"] = hf["decoder_start_token_id"];
+    if (hf.contains("eos_token_id")) model["eos_id"] = hf["eos_token_id"];
+    return resolve_model_config(model);
+  }
   if (type != "vit")
     throw Error(cat("Hugging Face model_type '", type, "' is not supported; zoo loads: ", join(model_types())));
   json model = {{"model_type", "vit"}};
@@ -112,6 +161,23 @@ json from_hf_config(const json& hf) {
 
 json to_hf_config(const json& model) {
   const std::string type = model.at("model_type");
+  if (type == "seq2seq") {
+    // No transformers class implements this GRU model; the file records the architecture and
+    // the special ids under Hugging Face's encoder-decoder names (zoo loads it back).
+    json hf = model;
+    hf.erase("bos_id");
+    hf.erase("eos_id");
+    hf["architectures"] = {"Seq2SeqGRUAttention"};
+    hf["is_encoder_decoder"] = true;
+    hf["vocab_size"] = model.value("target_vocab_size", 0);
+    hf["hidden_size"] = model.value("units", 0);
+    hf["pad_token_id"] = model.value("pad_id", 0);
+    hf["bos_token_id"] = model.value("bos_id", -1);
+    hf["decoder_start_token_id"] = model.value("bos_id", -1);
+    hf["eos_token_id"] = model.value("eos_id", -1);
+    hf["torch_dtype"] = "float32";
+    return hf;
+  }
   json hf = model;
   hf.erase("labels");
   json id2label = json::object(), label2id = json::object();

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   zoo::cli::setup_eval(app, &exit_code);
   zoo::cli::setup_classify(app, &exit_code);
   zoo::cli::setup_export(app, &exit_code);
+  zoo::cli::setup_translate(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,6 +5,7 @@
 #include "models/registry.h"
 #include "train/checkpoint.h"
 #include "train/tasks/image_classification.h"
+#include "train/tasks/translation.h"
 #include "train/trainer.h"
 
 namespace zoo {
@@ -22,6 +23,8 @@ json resolve_config(json config, const std::string& source) {
       auto d = read_options<ImageDataOptions>(config.value("data", json::object()), "data");
       d.resolve(out["model"]["num_channels"].get<int64_t>());
       out["data"] = to_json(d);
+    } else if (type == "seq2seq") {
+      out["data"] = to_json(read_options<TranslationDataOptions>(config.value("data", json::object()), "data"));
     }
     out["train"] = to_json(read_options<TrainOptions>(config.value("train", json::object()), "train"));
     return out;
@@ -30,9 +33,10 @@ json resolve_config(json config, const std::string& source) {
   }
 }
 
-std::unique_ptr<Task> make_task(const json& config, const std::string& /*checkpoint_dir*/) {
+std::unique_ptr<Task> make_task(const json& config, const std::string& checkpoint_dir) {
   const std::string type = config.at("model").at("model_type");
   if (type == "vit") return std::make_unique<ImageClassificationTask>(config);
+  if (type == "seq2seq") return std::make_unique<TranslationTask>(config, checkpoint_dir);
   throw Error(cat("no task for model_type '", type, "'"));
 }
 

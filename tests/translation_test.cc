@@ -1,0 +1,559 @@
+// Chinese -> English translation: the task's data side (malformed lines, split, vocabularies
+// from the training split only, batches, loss) on an invented pair file, and the command line
+// as a user runs it: zoo train -> eval -> translate (greedy, beam, constrained, attention heat
+// maps) -> export, plus the errors for empty data and mismatched vocabularies.
+#include "train/tasks/translation.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "data/pairs.h"
+#include "data/text.h"
+#include "data/vocab.h"
+#include "test_util.h"
+#include "train/heatmap.h"
+#include "train/task.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo {
+namespace {
+
+using test::run_zoo;
+
+// Invented pairs in the Tatoeba/Anki layout (English<TAB>Chinese[<TAB>attribution]):
+// 60 "N COLOUR cats." sentences and 8 "I like FRUIT." ones whose fruit characters occur
+// nowhere else, plus 3 malformed lines and a blank one.
+std::string pair_file_text() {
+  const std::vector<std::pair<std::string, std::string>> numbers = {
+      {"One", "一"}, {"Two", "两"},   {"Three", "三"}, {"Four", "四"}, {"Five", "五"},
+      {"Six", "六"}, {"Seven", "七"}, {"Eight", "八"}, {"Nine", "九"}, {"Ten", "十"}};
+  const std::vector<std::pair<std::string, std::string>> colours = {
+      {"red", "红"},    {"blue", "蓝"},  {"green", "绿"},
+      {"yellow", "黄"}, {"white", "白"}, {"black", "黑"}};
+  const std::vector<std::pair<std::string, std::string>> fruit = {
+      {"apples", "苹果"},  {"pears", "梨"},     {"peaches", "桃子"}, {"grapes", "葡萄"},
+      {"bananas", "香蕉"}, {"oranges", "橙子"}, {"lemons", "柠檬"},  {"cherries", "樱桃"}};
+  std::ostringstream out;
+  int line = 0;
+  for (const auto& [n_en, n_zh] : numbers) {
+    for (const auto& [c_en, c_zh] : colours) {
+      out << n_en << " " << c_en << " cats.\t" << n_zh << "只" << c_zh << "猫。";
+      if (++line % 7 == 0) out << "\tCC-BY 2.0 (France) Attribution: invented #" << line;
+      out << "\n";
+      if (line == 4) out << "this line has no tab\n";           // line 5
+      if (line == 9) out << "\n\t只有中文\n";                   // lines 11 (blank), 12
+      if (line == 20) out << "English without Chinese.\t  \n";  // line 24
+    }
+  }
+  for (const auto& [f_en, f_zh] : fruit) out << "I like " << f_en << ".\t我喜欢" << f_zh << "。\n";
+  return out.str();
+}
+
+constexpr int kValidPairs = 68;
+
+std::string tiny_config(const std::string& data_path, const std::string& extra_data = "") {
+  return R"({
+  "model": {"model_type": "seq2seq", "embedding_dim": 16, "units": 32},
+  "data": {"path": ")" +
+         data_path + R"(", "test_size": 4, "valid_size": 4, "eval_max_length": 12)" + extra_data +
+         R"(},
+  "train": {"max_steps": 30, "per_device_train_batch_size": 8, "per_device_eval_batch_size": 3,
+            "optim": "adam", "learning_rate": 0.01, "lr_scheduler_type": "constant",
+            "logging_steps": 5, "eval_steps": 15, "save_steps": 15, "save_total_limit": 0,
+            "report_to_tensorboard": false}
+})";
+}
+
+std::unique_ptr<TranslationTask> make_translation_task(const std::string& config_text,
+                                                       const std::string& source = "test.json") {
+  const json config = resolve_config(json::parse(config_text), source);
+  auto task = make_task(config);
+  auto* t = dynamic_cast<TranslationTask*>(task.get());
+  if (!t) throw std::runtime_error("make_task did not build a TranslationTask");
+  task.release();
+  return std::unique_ptr<TranslationTask>(t);
+}
+
+// Runs zoo with stdout redirected to `out_file`; the result's output holds stderr only.
+test::RunResult run_zoo_to_file(const std::string& args, const std::string& out_file) {
+  return test::run("{ " + std::string(ZOO_BINARY) + " " + args + " > " + out_file + "; }");
+}
+
+// The JSON line of `zoo eval` (stderr notes may precede it).
+json eval_json(const std::string& output) {
+  std::istringstream in(output);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] == '{') last = line;
+  return json::parse(last);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
+
+// ---------------------------------------------------------------------------------------
+// Data side
+
+TEST(TranslationData, MalformedLinesAreReportedOrStrictlyRejected) {
+  test::TempDir dir;
+  const std::string pairs = dir / "pairs.txt";
+  test::write_file(pairs, pair_file_text());
+
+  testing::internal::CaptureStderr();
+  auto task = make_translation_task(tiny_config(pairs));
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("skipped 3 malformed lines"), std::string::npos) << err;
+  EXPECT_NE(err.find(pairs + ":5: no tab"), std::string::npos) << err;
+  EXPECT_NE(err.find(pairs + ":12: empty English side"), std::string::npos) << err;
+  EXPECT_NE(err.find(pairs + ":24: empty Chinese side"), std::string::npos) << err;
+  const auto& split = task->split();
+  EXPECT_EQ(split.train.size() + split.valid.size() + split.test.size(), size_t{kValidPairs});
+
+  try {
+    make_translation_task(tiny_config(pairs, R"(, "strict": true)"));
+    FAIL() << "data.strict=true accepted a malformed line";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(pairs + ":5: no tab"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TranslationData, SplitIsWrittenAndVocabulariesComeFromTheTrainingSplitOnly) {
+  test::TempDir dir;
+  const std::string pairs = dir / "pairs.txt";
+  test::write_file(pairs, pair_file_text());
+  // A split seed whose valid/test splits hold a character that training never sees, so that
+  // "fitted on the training split only" is observable.
+  data::PairReadReport report;
+  const auto all_pairs = data::read_pair_file(pairs, false, report);
+  auto chars_of = [](const std::vector<data::SentencePair>& part) {
+    std::set<std::string> chars;
+    for (const auto& p : part)
+      for (const auto& c : data::split_tokens(data::preprocess_chinese(p.source))) chars.insert(c);
+    return chars;
+  };
+  int64_t seed = 1;
+  for (;; ++seed) {
+    ASSERT_LT(seed, 1000) << "no split seed holds out an unseen character";
+    const auto split = data::split_pairs(all_pairs, 4, 4, static_cast<uint64_t>(seed));
+    const auto train = chars_of(split.train), test = chars_of(split.test);
+    if (std::any_of(test.begin(), test.end(),
+                    [&](const std::string& c) { return !train.count(c); }))
+      break;
+  }
+  const std::string config = tiny_config(pairs, cat(R"(, "split_seed": )", seed));
+  testing::internal::CaptureStderr();
+  auto task = make_translation_task(config);
+  testing::internal::GetCapturedStderr();
+  task->prepare_training(dir / "out");
+
+  const data::Split written = data::read_split(dir / "out");
+  EXPECT_EQ(written.test.size(), 4u);
+  EXPECT_EQ(written.valid.size(), 4u);
+  EXPECT_EQ(written.train.size(), size_t{kValidPairs - 8});
+  EXPECT_EQ(task->num_train_examples(), kValidPairs - 8);
+  // The same split again from the same file and seed.
+  testing::internal::CaptureStderr();
+  auto again = make_translation_task(config);
+  testing::internal::GetCapturedStderr();
+  ASSERT_EQ(again->split().test.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(again->split().test[i].source, written.test[i].source);
+
+  // Vocabularies: exactly Keras' fit on the preprocessed training split.
+  std::vector<std::string> src, tgt;
+  std::set<std::string> train_chars, held_out_chars;
+  for (const auto& p : written.train) {
+    src.push_back(data::preprocess_chinese(p.source));
+    tgt.push_back(data::preprocess_eng(p.target));
+    for (const auto& c : data::split_tokens(src.back())) train_chars.insert(c);
+  }
+  const auto expected_src = data::Vocab::fit(src, 0, "<unk>");
+  const auto expected_tgt = data::Vocab::fit(tgt, 0, "<unk>");
+  EXPECT_EQ(task->source_vocab().word_counts(), expected_src.word_counts());
+  EXPECT_EQ(task->target_vocab().word_counts(), expected_tgt.word_counts());
+  EXPECT_EQ(task->source_vocab().size(), expected_src.size());
+  for (const auto* part : {&written.valid, &written.test})
+    for (const auto& p : *part)
+      for (const auto& c : data::split_tokens(data::preprocess_chinese(p.source)))
+        if (!train_chars.count(c)) held_out_chars.insert(c);
+  ASSERT_FALSE(held_out_chars.empty());
+  for (const auto& c : held_out_chars) {
+    EXPECT_FALSE(task->source_vocab().contains(c)) << c;
+    EXPECT_EQ(task->source_vocab().encode(c),
+              std::vector<int64_t>{task->source_vocab().oov_index()});
+  }
+
+  // The config records the sizes and the special ids, read from the vocabulary.
+  const json& model = task->config().at("model");
+  EXPECT_EQ(model.at("source_vocab_size").get<int64_t>(), expected_src.size());
+  EXPECT_EQ(model.at("target_vocab_size").get<int64_t>(), expected_tgt.size());
+  EXPECT_EQ(model.at("bos_id").get<int64_t>(), expected_tgt.index("<start>"));
+  EXPECT_EQ(model.at("eos_id").get<int64_t>(), expected_tgt.index("<end>"));
+  EXPECT_EQ(model.at("pad_id").get<int64_t>(), 0);
+  // A sentence with unseen characters encodes to OOV ids and translates without a crash.
+  auto out = task->translate({"三只鼠狗。", "", "  "}, task->generation_options(1, 5));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].source_tokens.front(), "<start>");
+  EXPECT_EQ(out[0].source_tokens[3], "鼠");
+  EXPECT_EQ(out[0].attention.size(1), static_cast<int64_t>(out[0].source_tokens.size()));
+  EXPECT_EQ(out[0].attention.size(0), static_cast<int64_t>(out[0].target_tokens.size()));
+  EXPECT_TRUE(out[1].text.empty());
+  EXPECT_FALSE(out[2].attention.defined());
+}
+
+TEST(TranslationData, BatchesArePaddedBucketedAndDeterministic) {
+  test::TempDir dir;
+  const std::string pairs = dir / "pairs.txt";
+  test::write_file(pairs, pair_file_text());
+  testing::internal::CaptureStderr();
+  auto task = make_translation_task(tiny_config(pairs, R"(, "teacher_forcing_ratio": 0.5)"));
+  testing::internal::GetCapturedStderr();
+  task->prepare_training("");
+
+  const auto plan = task->epoch_plan(42, 0, 8);
+  std::vector<int64_t> all;
+  for (const auto& b : plan) all.insert(all.end(), b.begin(), b.end());
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), size_t{kValidPairs - 8});
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], static_cast<int64_t>(i));
+  EXPECT_EQ(task->epoch_plan(42, 0, 8), plan);
+  EXPECT_NE(task->epoch_plan(42, 1, 8), plan);
+
+  const Batch a = task->make_train_batch(plan[0], 7), b = task->make_train_batch(plan[0], 7);
+  ASSERT_EQ(a.tensors.size(), 2u);
+  EXPECT_EQ(a.size, static_cast<int64_t>(plan[0].size()));
+  EXPECT_EQ(a.tensors[0].dim(), 2);
+  EXPECT_EQ(a.tensors[0].size(0), a.size);
+  EXPECT_EQ(a.tensors[1].size(0), a.size);
+  EXPECT_EQ(a.tensors[0].scalar_type(), torch::kLong);
+  EXPECT_TRUE(a.tensors[0].equal(b.tensors[0]));
+  EXPECT_TRUE(a.tensors[1].equal(b.tensors[1]));
+  // Every target starts with <start>; each row holds <end> once, then only padding.
+  EXPECT_TRUE(a.tensors[1].select(1, 0).eq(task->bos_id()).all().item<bool>());
+  EXPECT_TRUE(a.tensors[1].eq(task->eos_id()).sum(1).eq(1).all().item<bool>());
+
+  // Teacher forcing draws from the batch seed only: same seed, same loss; finite and near
+  // log(V) for an untrained model.
+  torch::NoGradGuard no_grad;
+  const double l1 = task->loss(a).item<double>(), l2 = task->loss(b).item<double>();
+  EXPECT_DOUBLE_EQ(l1, l2);
+  EXPECT_TRUE(std::isfinite(l1));
+  EXPECT_NEAR(l1, std::log(static_cast<double>(task->target_vocab().size())), 1.0);
+}
+
+TEST(TranslationData, EmptyOrMissingPairFileIsAClearError) {
+  test::TempDir dir;
+  test::write_file(dir / "empty.txt", "");
+  auto expect_error = [](const std::string& config, const std::string& expect) {
+    try {
+      make_translation_task(config);
+      ADD_FAILURE() << "no error; expected: " << expect;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  };
+  expect_error(tiny_config(dir / "empty.txt"), "is empty");
+  expect_error(tiny_config(dir / "nope.txt"), "nope.txt");
+  expect_error(tiny_config(""), "data.path is not set");
+  // Too few pairs for the held-out splits names the keys to change.
+  test::write_file(dir / "few.txt", "One cat.\t一只猫。\nTwo cats.\t两只猫。\n");
+  expect_error(tiny_config(dir / "few.txt"), "data.test_size");
+}
+
+TEST(Heatmap, EscapesAndChecksShapes) {
+  EXPECT_EQ(xml_escape("<a & \"b\" 'c'>"), "&lt;a &amp; &quot;b&quot; &apos;c&apos;&gt;");
+  EXPECT_EQ(xml_escape("猫\x01"), "猫\xEF\xBF\xBD");
+  EXPECT_EQ(numbered_path("out/att.svg", 3), "out/att-3.svg");
+  EXPECT_EQ(numbered_path("att", 2), "att-2");
+  test::TempDir dir;
+  EXPECT_THROW(write_attention_svg(dir / "x.svg", {"a", "b"}, {"c"}, torch::rand({2, 2})), Error);
+  write_attention_svg(dir / "ok.svg", {"<start>", "猫", "<end>"}, {"cat", "<end>"},
+                      torch::rand({2, 3}));
+  const std::string svg = test::read_file(dir / "ok.svg");
+  EXPECT_NE(svg.find("&lt;start&gt;"), std::string::npos);
+  EXPECT_NE(svg.find(">猫<"), std::string::npos);
+  EXPECT_GT(std::count(svg.begin(), svg.end(), '\n'), 6);
+}
+
+// ---------------------------------------------------------------------------------------
+// Command line: one tiny training run shared by the tests below.
+
+class TranslationCli : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir();
+    pairs_ = *dir_ / "pairs.txt";
+    test::write_file(pairs_, pair_file_text());
+    config_ = *dir_ / "tiny.json";
+    test::write_file(config_, tiny_config(pairs_));
+    run_ = *dir_ / "run";
+    train_ = run_zoo("train --config " + config_ + " --output-dir " + run_ + " --device cpu");
+    checkpoint_ = run_ + "/checkpoint-30";
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  void SetUp() override { ASSERT_EQ(train_.exit_code, 0) << train_.output; }
+
+  static std::string translate(const std::string& args, const std::string& input_file,
+                               std::string* err) {
+    const std::string out = *dir_ / "translate.out";
+    auto r = run_zoo_to_file(
+        "translate --checkpoint " + checkpoint_ + " --device cpu " + args + " < " + input_file,
+        out);
+    if (err) *err = r.output;
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+    return test::read_file(out);
+  }
+
+  static test::TempDir* dir_;
+  static std::string pairs_, config_, run_, checkpoint_;
+  static test::RunResult train_;
+};
+test::TempDir* TranslationCli::dir_ = nullptr;
+std::string TranslationCli::pairs_, TranslationCli::config_, TranslationCli::run_,
+    TranslationCli::checkpoint_;
+test::RunResult TranslationCli::train_;
+
+TEST_F(TranslationCli, TrainingReportsBleuWritesSplitVocabulariesAndLearns) {
+  EXPECT_NE(train_.output.find("skipped 3 malformed lines"), std::string::npos) << train_.output;
+  for (const char* f : {"train.tsv", "valid.tsv", "test.tsv", "config.json", "metrics.jsonl"})
+    EXPECT_TRUE(fs::exists(fs::path(run_) / f)) << f;
+  for (const char* f :
+       {"source_vocab.json", "target_vocab.json", "model.safetensors", "config.json"})
+    EXPECT_TRUE(fs::exists(fs::path(checkpoint_) / f)) << f;
+  EXPECT_EQ(lines_of(test::read_file(run_ + "/test.tsv")).size(), 4u);
+
+  const json config = json::parse(test::read_file(checkpoint_ + "/config.json"));
+  const auto target = data::Vocab::load(checkpoint_ + "/target_vocab.json");
+  EXPECT_EQ(config["model"]["target_vocab_size"].get<int64_t>(), target.size());
+  EXPECT_EQ(config["model"]["eos_id"].get<int64_t>(), target.index("<end>"));
+
+  std::vector<double> train_losses;
+  int evals = 0;
+  for (const auto& line : lines_of(test::read_file(run_ + "/metrics.jsonl"))) {
+    const json j = json::parse(line);
+    if (j["type"] == "train") train_losses.push_back(j["loss"].get<double>());
+    if (j["type"] == "eval") {
+      ++evals;
+      for (const char* k : {"bleu", "loss", "perplexity", "examples"})
+        EXPECT_TRUE(j.contains(k)) << line;
+    }
+  }
+  EXPECT_EQ(evals, 2);
+  ASSERT_GE(train_losses.size(), 2u);
+  EXPECT_LT(train_losses.back(), train_losses.front() - 0.5) << "the loss should fall in 30 steps";
+}
+
+TEST_F(TranslationCli, EvalPrintsBleuLossAndPerplexity) {
+  for (const std::string extra : {"", " --set data.eval_beam_size=3"}) {
+    auto r = run_zoo("eval --checkpoint " + checkpoint_ + " --split test --device cpu" + extra);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const json m = eval_json(r.output);
+    ASSERT_TRUE(m.contains("bleu") && m.contains("loss") && m.contains("perplexity")) << r.output;
+    EXPECT_NEAR(m["perplexity"].get<double>(), std::exp(m["loss"].get<double>()),
+                1e-6 * m["perplexity"].get<double>());
+    EXPECT_GE(m["bleu"].get<double>(), 0.0);
+    EXPECT_LE(m["bleu"].get<double>(), 100.0);
+    EXPECT_EQ(m["examples"].get<int64_t>(), 4);
+    EXPECT_EQ(m["split"], "test");
+  }
+}
+
+TEST_F(TranslationCli, EvalUsesTheRunsSplitWhenThePairFileIsGone) {
+  auto r = run_zoo("eval --checkpoint " + checkpoint_ +
+                   "/ --split valid --device cpu --set data.path=" + (*dir_ / "moved.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("using " + run_ + "/valid.tsv"), std::string::npos) << r.output;
+  const json m = eval_json(r.output);
+  EXPECT_EQ(m["examples"].get<int64_t>(), 4);
+  // The same numbers as from the pair file itself.
+  auto direct = run_zoo("eval --checkpoint " + checkpoint_ + " --split valid --device cpu");
+  ASSERT_EQ(direct.exit_code, 0) << direct.output;
+  EXPECT_DOUBLE_EQ(eval_json(direct.output)["loss"].get<double>(), m["loss"].get<double>());
+}
+
+// N steps + resume + M steps = N + M steps, with scheduled sampling drawn from batch seeds.
+TEST_F(TranslationCli, ResumeIsExactWithTeacherForcingBelowOne) {
+  const std::string full = *dir_ / "tf-full", resumed = *dir_ / "tf-resumed";
+  const std::string set =
+      " --device cpu --set data.teacher_forcing_ratio=0.5 --set train.eval_steps=0";
+  auto r = run_zoo("train --config " + config_ + set + " --output-dir " + full);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  fs::create_directories(resumed);
+  fs::copy(full + "/checkpoint-15", resumed + "/checkpoint-15", fs::copy_options::recursive);
+  r = run_zoo("train --config " + config_ + set + " --output-dir " + resumed + " --resume");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto losses = [](const std::string& run) {
+    std::map<int64_t, double> out;
+    for (const auto& line : lines_of(test::read_file(run + "/metrics.jsonl"))) {
+      const json j = json::parse(line);
+      if (j["type"] == "train" && j["step"].get<int64_t>() > 15) out[j["step"]] = j["loss"];
+    }
+    return out;
+  };
+  const auto a = losses(full), b = losses(resumed);
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (const auto& [step, loss] : a)
+    EXPECT_NEAR(b.at(step), loss, 1e-6 * std::abs(loss)) << "step " << step;
+}
+
+TEST_F(TranslationCli, TranslatesEveryLineIncludingUnseenCharactersAndEmptyLines) {
+  const std::string input = *dir_ / "in.txt";
+  test::write_file(input, "三只红猫。\n\n五只鼠狗。\r\n七只黑猫。\n");
+  for (const std::string args : {"", "--beam 3"}) {
+    const auto lines = lines_of(translate(args, input, nullptr));
+    ASSERT_EQ(lines.size(), 4u) << args;
+    EXPECT_FALSE(lines[0].empty()) << args;
+    EXPECT_TRUE(lines[1].empty()) << args;
+    for (const auto& l : lines) {
+      EXPECT_EQ(l.find("<start>"), std::string::npos) << l;
+      EXPECT_EQ(l.find("<end>"), std::string::npos) << l;
+    }
+  }
+  // --input FILE gives the same as stdin.
+  const std::string out = *dir_ / "file.out";
+  auto r = run_zoo_to_file(
+      "translate --checkpoint " + checkpoint_ + " --device cpu --input " + input, out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(test::read_file(out), translate("", input, nullptr));
+}
+
+TEST_F(TranslationCli, ConstrainedOutputIsAListedSentence) {
+  const std::string input = *dir_ / "in.txt", allowed = *dir_ / "allowed.txt";
+  test::write_file(input, "三只红猫。\n九只白猫。\n");
+  test::write_file(
+      allowed, "Three red cats.\n\nPurple elephants dance.\nNine white cats.\nTen blue cats.\n");
+  std::string err;
+  for (const std::string beam : {"1", "3"}) {
+    const auto lines =
+        lines_of(translate("--beam " + beam + " --constrain " + allowed, input, &err));
+    ASSERT_EQ(lines.size(), 2u);
+    for (const auto& l : lines)
+      EXPECT_TRUE(l == "three red cats ." || l == "nine white cats ." || l == "ten blue cats .")
+          << l;
+  }
+  EXPECT_NE(err.find("allowed.txt:3: skipped: the word 'purple'"), std::string::npos) << err;
+
+  test::write_file(allowed, "Purple elephants dance.\n123\n");
+  auto r =
+      run_zoo("translate --checkpoint " + checkpoint_ + " --constrain " + allowed + " < " + input);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("zoo: error: --constrain " + allowed + ": no usable sentence"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST_F(TranslationCli, AttentionHeatMapsAreWellFormedSvg) {
+  const std::string input = *dir_ / "in.txt";
+  test::write_file(input, "三只红猫。\n\n八只绿鼠。\n");
+  const std::string svg = *dir_ / "att.svg";
+  translate("--attention-out " + svg, input, nullptr);
+  EXPECT_TRUE(fs::exists(*dir_ / "att-1.svg"));
+  EXPECT_FALSE(fs::exists(*dir_ / "att-2.svg"));  // the empty line has no map
+  ASSERT_TRUE(fs::exists(*dir_ / "att-3.svg"));
+  const std::string text = test::read_file(*dir_ / "att-3.svg");
+  for (const char* c : {"八", "绿", "鼠", "&lt;start&gt;", "&lt;end&gt;"})
+    EXPECT_NE(text.find(c), std::string::npos) << c;
+  // An independent XML parser accepts it and finds one cell per (target, source) pair.
+  const std::string script = *dir_ / "check_svg.py";
+  test::write_file(script,
+                   "import sys, xml.etree.ElementTree as ET\n"
+                   "ns = '{http://www.w3.org/2000/svg}'\n"
+                   "root = ET.parse(sys.argv[1]).getroot()\n"
+                   "assert root.tag == ns + 'svg', root.tag\n"
+                   "g = {e.get('class'): e for e in root.iter(ns + 'g')}\n"
+                   "s = [t.text for t in g['source']]\n"
+                   "t = [t.text for t in g['target']]\n"
+                   "cells = list(g['cells'])\n"
+                   "assert len(cells) == len(s) * len(t), (len(cells), s, t)\n"
+                   "print(' '.join(s))\n");
+  auto r = test::run(std::string(ZOO_PYTHON) + " " + script + " " + (*dir_ / "att-3.svg"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("<start> 八 只 绿 鼠 。 <end>"), std::string::npos) << r.output;
+
+  // One input line: the file name as given.
+  test::write_file(input, "一只蓝猫。\n");
+  translate("--attention-out " + (*dir_ / "one.svg"), input, nullptr);
+  EXPECT_TRUE(fs::exists(*dir_ / "one.svg"));
+}
+
+TEST_F(TranslationCli, ExportedModelTranslatesTheSame) {
+  const std::string exported = *dir_ / "exported";
+  auto r = run_zoo("export --checkpoint " + checkpoint_ + " --out " + exported);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json hf = json::parse(test::read_file(exported + "/config.json"));
+  EXPECT_EQ(hf["model_type"], "seq2seq");
+  EXPECT_TRUE(hf.contains("decoder_start_token_id"));
+  EXPECT_TRUE(fs::exists(exported + "/target_vocab.json"));
+  const std::string input = *dir_ / "in.txt", out = *dir_ / "exported.out";
+  test::write_file(input, "三只红猫。\n四只黄猫。\n");
+  r = run_zoo_to_file("translate --checkpoint " + exported + " --device cpu < " + input, out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(test::read_file(out), translate("", input, nullptr));
+}
+
+TEST_F(TranslationCli, MismatchedOrMissingVocabularyIsAClearError) {
+  const std::string copy = *dir_ / "broken";
+  fs::copy(checkpoint_, copy, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  data::Vocab::fit({"<start> a b <end>"}, 0, "<unk>").save(copy + "/target_vocab.json");
+  const std::string input = *dir_ / "in.txt";
+  test::write_file(input, "三只红猫。\n");
+  auto r = run_zoo("translate --checkpoint " + copy + " < " + input);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(
+      r.output.find("zoo: error: " + copy + "/target_vocab.json: the vocabulary has 6 entries"),
+      std::string::npos)
+      << r.output;
+  r = run_zoo("eval --checkpoint " + copy);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("does not belong to this checkpoint"), std::string::npos) << r.output;
+
+  fs::remove(copy + "/source_vocab.json");
+  r = run_zoo("translate --checkpoint " + copy + " < " + input);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(copy + "/source_vocab.json: missing"), std::string::npos) << r.output;
+}
+
+TEST_F(TranslationCli, BadDataIsRejectedWithOneLine) {
+  test::write_file(*dir_ / "empty.txt", "");
+  auto r = run_zoo("train --config " + config_ + " --set data.path=" + (*dir_ / "empty.txt") +
+                   " --output-dir " + (*dir_ / "run-empty"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("zoo: error: pair file '" + (*dir_ / "empty.txt") + "' is empty"),
+            std::string::npos)
+      << r.output;
+  r = run_zoo("train --config " + config_ + " --set data.path= --output-dir " +
+              (*dir_ / "run-nopath"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("data.path is not set"), std::string::npos) << r.output;
+  r = run_zoo("train --config " + config_ + " --set data.strict=true --output-dir " +
+              (*dir_ / "run-strict"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("zoo: error: " + pairs_ + ":5: no tab"), std::string::npos) << r.output;
+  r = run_zoo("train --config " + config_ + " --set data.max_target_length=1 --output-dir " +
+              (*dir_ / "run-short"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("leave no training pair"), std::string::npos) << r.output;
+  // Invalid UTF-8 input to translate names the line.
+  test::write_file(*dir_ / "bad.txt", "三只红猫。\n\xff\xfe\n");
+  r = run_zoo("translate --checkpoint " + checkpoint_ + " --input " + (*dir_ / "bad.txt"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("bad.txt:2: invalid UTF-8"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace zoo

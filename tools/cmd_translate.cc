@@ -1,0 +1,179 @@
+// zoo translate --checkpoint DIR [--input FILE] [--beam N] [--max-length L]
+//               [--length-penalty A] [--constrain FILE] [--attention-out FILE.svg]
+//               [--batch-size B] [--device D]
+// Reads Chinese sentences (one per line; stdin without --input) and prints one English
+// translation per line, in order; an empty input line gives an empty output line.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "data/text.h"
+#include "models/generation.h"
+#include "tools/commands.h"
+#include "train/device.h"
+#include "train/heatmap.h"
+#include "train/tasks/translation.h"
+
+namespace zoo::cli {
+
+namespace {
+
+struct TranslateArgs {
+  std::string checkpoint;
+  std::string input;  // "" or "-": stdin
+  int64_t beam = 1;
+  int64_t max_length = 50;
+  double length_penalty = 1.0;
+  std::string constrain;
+  std::string attention_out;
+  int64_t batch_size = 64;
+  std::string device = "auto";
+};
+
+// The lines of `in` without line ends (LF or CRLF); a UTF-8 byte-order mark is dropped.
+std::vector<std::string> read_lines(std::istream& in) {
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (lines.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+std::vector<std::string> read_text_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(cat(what, " '", path, "': cannot open (", std::strerror(errno), ")"));
+  auto lines = read_lines(in);
+  if (in.bad()) throw Error(cat(what, " '", path, "': read error"));
+  return lines;
+}
+
+// Every line must be valid UTF-8; checked before any model work.
+void check_lines(const std::vector<std::string>& lines, const std::string& name) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const size_t bad = data::find_invalid_utf8(lines[i]);
+    if (bad != std::string::npos)
+      throw Error(cat(name, ":", i + 1, ": invalid UTF-8 at byte ", bad + 1, " of the line"));
+  }
+}
+
+// The --constrain file as a prefix tree over target ids; lines that cannot be produced
+// (a word outside the vocabulary) are reported on stderr and skipped.
+std::unique_ptr<models::PrefixTree> load_constraint(const TranslationTask& task,
+                                                    const std::string& path, int64_t* longest) {
+  const auto lines = read_text_file(path, "--constrain file");
+  check_lines(lines, path);
+  std::vector<std::vector<int64_t>> allowed;
+  int64_t skipped = 0;
+  *longest = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (data::python_strip(lines[i]).empty()) continue;
+    std::string why;
+    auto ids = task.encode_target(lines[i], &why);
+    if (!ids) {
+      std::cerr << "zoo: warning: " << path << ":" << i + 1 << ": skipped: " << why << std::endl;
+      ++skipped;
+      continue;
+    }
+    *longest = std::max<int64_t>(*longest, static_cast<int64_t>(ids->size()));
+    allowed.push_back(std::move(*ids));
+  }
+  if (allowed.empty())
+    throw Error(cat("--constrain ", path, ": no usable sentence (", skipped,
+                    " skipped for words outside the model's target vocabulary, the rest blank); "
+                    "list English sentences made of words the model knows"));
+  return std::make_unique<models::PrefixTree>(allowed, task.eos_id());
+}
+
+int run_translate(const TranslateArgs& a) {
+  // Input first: bad files fail before the model is loaded.
+  std::vector<std::string> lines;
+  std::string input_name = "stdin";
+  if (a.input.empty() || a.input == "-") {
+    lines = read_lines(std::cin);
+  } else {
+    input_name = a.input;
+    lines = read_text_file(a.input, "--input file");
+  }
+  check_lines(lines, input_name);
+  checked_checkpoint_dir(a.checkpoint);
+  const torch::Device device = resolve_device(a.device);
+  auto task = load_task(a.checkpoint, {}, device);
+  auto* translator = dynamic_cast<TranslationTask*>(task.get());
+  if (!translator)
+    throw Error(cat(a.checkpoint, ": not a translation model (model_type '",
+                    task->config().at("model").value("model_type", ""),
+                    "'); zoo translate needs a seq2seq checkpoint"));
+
+  int64_t max_length = a.max_length;
+  std::unique_ptr<models::PrefixTree> constraint;
+  if (!a.constrain.empty()) {
+    int64_t longest = 0;
+    constraint = load_constraint(*translator, a.constrain, &longest);
+    max_length = std::max(max_length, longest + 1);  // room for every allowed sentence + <end>
+  }
+  const auto options = translator->generation_options(a.beam, max_length, a.length_penalty);
+  const auto translations = translator->translate(lines, options, constraint.get(), a.batch_size);
+  for (const auto& t : translations) std::cout << t.text << "\n";
+  std::cout.flush();
+
+  if (!a.attention_out.empty()) {
+    int64_t written = 0;
+    for (size_t i = 0; i < translations.size(); ++i) {
+      const Translation& t = translations[i];
+      if (!t.attention.defined()) continue;  // empty input line
+      const std::string path = lines.size() == 1
+                                   ? a.attention_out
+                                   : numbered_path(a.attention_out, static_cast<int64_t>(i) + 1);
+      write_attention_svg(path, t.source_tokens, t.target_tokens, t.attention);
+      ++written;
+    }
+    std::cerr << "zoo: wrote " << written << " attention heat map" << (written == 1 ? "" : "s")
+              << (lines.size() == 1
+                      ? cat(" to ", a.attention_out)
+                      : cat(" (", numbered_path(a.attention_out, 1), ", ...; N = input line)"))
+              << std::endl;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void setup_translate(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<TranslateArgs>();
+  auto* cmd = app.add_subcommand(
+      "translate",
+      "Translate Chinese sentences (one per line, stdin or --input) with a seq2seq checkpoint");
+  cmd->add_option("--checkpoint", a->checkpoint, "checkpoint directory")->required();
+  cmd->add_option("--input", a->input, "file of source sentences, one per line (default: stdin)");
+  cmd->add_option("--beam", a->beam, "beam size; 1 = greedy")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_option("--max-length", a->max_length,
+                  "most words generated per sentence, <end> included")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--length-penalty", a->length_penalty,
+                  "beam ranking: log-probability / length^A (0 = raw log-probability)")
+      ->check(CLI::Range(-10.0, 10.0))
+      ->capture_default_str();
+  cmd->add_option("--constrain", a->constrain,
+                  "only output sentences listed in this file (one English sentence per line)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option(
+      "--attention-out", a->attention_out,
+      "write attention heat maps (SVG); with several input lines FILE-N.svg for line N");
+  cmd->add_option("--batch-size", a->batch_size, "sentences decoded together")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
+  cmd->callback([a, exit_code] { *exit_code = run_translate(*a); });
+}
+
+}  // namespace zoo::cli

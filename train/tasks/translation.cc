@@ -1,0 +1,445 @@
+#include "train/tasks/translation.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "data/text.h"
+#include "train/bleu.h"
+#include "train/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo {
+
+namespace {
+
+namespace F = torch::nn::functional;
+
+constexpr const char* kSourceVocabFile = "source_vocab.json";
+constexpr const char* kTargetVocabFile = "target_vocab.json";
+constexpr const char* kStart = "<start>";
+constexpr const char* kEnd = "<end>";
+
+// Model-section keys that the task fills from the data, beside Seq2SeqOptions' own.
+const std::vector<std::string>& extra_model_keys() {
+  static const std::vector<std::string> keys{"model_type", "bos_id", "eos_id"};
+  return keys;
+}
+
+// Tokens of a preprocessed sentence without its <start>/<end> wrapper.
+std::vector<std::string> inner_tokens(const std::string& preprocessed) {
+  std::vector<std::string> tokens = data::split_tokens(preprocessed);
+  if (!tokens.empty() && tokens.front() == kStart) tokens.erase(tokens.begin());
+  if (!tokens.empty() && tokens.back() == kEnd) tokens.pop_back();
+  return tokens;
+}
+
+// The run directory of a checkpoint directory (OUT of OUT/checkpoint-N), tolerating a
+// trailing slash.
+fs::path run_dir_of(const std::string& checkpoint_dir) {
+  fs::path p = fs::path(checkpoint_dir).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  return p.has_parent_path() ? p.parent_path() : fs::path(".");
+}
+
+}  // namespace
+
+TranslationTask::TranslationTask(const json& config, const std::string& checkpoint_dir)
+    : checkpoint_dir_(checkpoint_dir) {
+  config_ = config;
+  data_ = read_options<TranslationDataOptions>(config.value("data", json::object()), "data");
+  const json& model_section = config.at("model");
+  model_options_ = read_options<models::Seq2SeqOptions>(model_section, "model", extra_model_keys());
+  if (model_options_.pad_id != 0)
+    throw Error(
+        cat("config: model.pad_id must be 0 for translation (the vocabularies' padding "
+            "index), got ",
+            model_options_.pad_id));
+  const int64_t config_bos = model_section.value("bos_id", int64_t{-1});
+  const int64_t config_eos = model_section.value("eos_id", int64_t{-1});
+
+  // Where the vocabulary facts come from, for messages.
+  std::string where = "the training split of data.path";
+  if (checkpoint_dir.empty()) {
+    load_split();
+    fit_vocabularies();
+    // Sizes given in the config must agree with the data (0 / absent: filled in).
+    auto fill = [&](const char* key, int64_t& field, int64_t actual, const char* limit_key) {
+      if (field != 0 && field != actual)
+        throw Error(cat("config: model.", key, " is ", field, " but the vocabulary built from ",
+                        data_.path, " has ", actual, " entries; remove model.", key,
+                        " (it is filled from the data) or set data.", limit_key));
+      field = actual;
+    };
+    fill("source_vocab_size", model_options_.source_vocab_size, source_vocab_.size(),
+         "source_num_words");
+    fill("target_vocab_size", model_options_.target_vocab_size, target_vocab_.size(),
+         "target_num_words");
+  } else {
+    load_vocabularies(checkpoint_dir);
+    where = (fs::path(checkpoint_dir) / kTargetVocabFile).string();
+  }
+
+  // Special ids come from the target vocabulary; they must be ids the model can produce.
+  for (const char* token : {kStart, kEnd}) {
+    if (!target_vocab_.contains(token))
+      throw Error(cat(where, ": the target vocabulary has no ", token, " token"));
+    const int64_t id = target_vocab_.index(token);
+    if (id >= target_vocab_.size())
+      throw Error(cat("data.target_num_words (", target_vocab_.num_words(),
+                      ") is too small: ", token, " has index ", id, "; raise it or set it to 0"));
+  }
+  bos_id_ = target_vocab_.index(kStart);
+  eos_id_ = target_vocab_.index(kEnd);
+  if ((config_bos >= 0 && config_bos != bos_id_) || (config_eos >= 0 && config_eos != eos_id_))
+    throw Error(cat(where, ": <start>/<end> have ids ", bos_id_, "/", eos_id_,
+                    " but the model section says bos_id ", config_bos, ", eos_id ", config_eos,
+                    "; the vocabulary does not belong to this model"));
+  config_["model"]["source_vocab_size"] = model_options_.source_vocab_size;
+  config_["model"]["target_vocab_size"] = model_options_.target_vocab_size;
+  config_["model"]["bos_id"] = bos_id_;
+  config_["model"]["eos_id"] = eos_id_;
+
+  const auto train = read_options<TrainOptions>(config.value("train", json::object()), "train");
+  torch::manual_seed(static_cast<uint64_t>(train.seed));  // reproducible init
+  model_ = models::Seq2Seq(model_options_);
+  if (checkpoint_dir.empty()) encode_training_pairs();
+}
+
+// ---------------------------------------------------------------------------------------
+// Data
+
+void TranslationTask::load_split() {
+  if (split_loaded_) return;
+  if (data_.path.empty())
+    throw Error(
+        "config: data.path is not set; point it at a Tatoeba/Anki pair file (English<TAB>Chinese "
+        "per line), e.g. --set data.path=../shared/data/cmn-eng/cmn.txt, or fetch one with "
+        "tools/fetch_data.sh cmn-eng");
+  data::PairReadReport report;
+  std::vector<data::SentencePair> pairs = data::read_pair_file(data_.path, data_.strict, report);
+  if (report.malformed > 0) {
+    std::cerr << "zoo: warning: " << data_.path << ": skipped " << report.malformed
+              << " malformed line" << (report.malformed == 1 ? "" : "s") << " of " << report.lines
+              << " (data.strict=true makes this an error):\n";
+    for (const auto& m : report.messages) std::cerr << "  " << m << "\n";
+    if (report.malformed > static_cast<int64_t>(report.messages.size()))
+      std::cerr << "  ... and " << report.malformed - static_cast<int64_t>(report.messages.size())
+                << " more\n";
+    std::cerr.flush();
+  }
+  if (data_.num_examples > 0 && data_.num_examples < static_cast<int64_t>(pairs.size()))
+    pairs.resize(static_cast<size_t>(data_.num_examples));
+  try {
+    split_ = data::split_pairs(std::move(pairs), data_.test_size, data_.valid_size,
+                               static_cast<uint64_t>(data_.split_seed));
+  } catch (const Error& e) {
+    throw Error(cat(data_.path, ": ", e.what(), "; lower data.test_size / data.valid_size",
+                    data_.num_examples > 0 ? " or raise data.num_examples" : ""));
+  }
+  split_loaded_ = true;
+}
+
+void TranslationTask::fit_vocabularies() {
+  std::vector<std::string> sources, targets;
+  sources.reserve(split_.train.size());
+  targets.reserve(split_.train.size());
+  for (const auto& p : split_.train) {
+    sources.push_back(data::preprocess_chinese(p.source));
+    targets.push_back(data::preprocess_eng(p.target));
+  }
+  source_vocab_ = data::Vocab::fit(sources, data_.source_num_words, data_.oov_token);
+  target_vocab_ = data::Vocab::fit(targets, data_.target_num_words, data_.oov_token);
+}
+
+void TranslationTask::load_vocabularies(const std::string& dir) {
+  const std::string config_path = (fs::path(dir) / "config.json").string();
+  auto load = [&](const char* file, int64_t expected, const char* key) {
+    const std::string path = (fs::path(dir) / file).string();
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+      throw Error(cat(path,
+                      ": missing; a seq2seq checkpoint needs the vocabularies it was trained "
+                      "with (zoo train writes ",
+                      kSourceVocabFile, " and ", kTargetVocabFile, " into every checkpoint)"));
+    data::Vocab v = data::Vocab::load(path);
+    if (v.size() != expected)
+      throw Error(cat(path, ": the vocabulary has ", v.size(), " entries but model.", key, " in ",
+                      config_path, " is ", expected,
+                      "; this vocabulary does not belong to this checkpoint"));
+    return v;
+  };
+  source_vocab_ = load(kSourceVocabFile, model_options_.source_vocab_size, "source_vocab_size");
+  target_vocab_ = load(kTargetVocabFile, model_options_.target_vocab_size, "target_vocab_size");
+}
+
+void TranslationTask::encode_training_pairs() {
+  train_src_.clear();
+  train_tgt_.clear();
+  train_order_key_.clear();
+  int64_t dropped = 0;
+  for (const auto& p : split_.train) {
+    std::vector<int64_t> src = source_vocab_.encode(data::preprocess_chinese(p.source));
+    std::vector<int64_t> tgt = target_vocab_.encode(data::preprocess_eng(p.target));
+    const auto n_src = static_cast<int64_t>(src.size()) - 2;  // without <start>/<end>
+    const auto n_tgt = static_cast<int64_t>(tgt.size()) - 2;
+    if ((data_.max_source_length > 0 && n_src > data_.max_source_length) ||
+        (data_.max_target_length > 0 && n_tgt > data_.max_target_length)) {
+      ++dropped;
+      continue;
+    }
+    // Bucketing key: target length first (the decoder's steps cost most), then source length.
+    train_order_key_.push_back(static_cast<int64_t>(tgt.size()) * 100000 +
+                               static_cast<int64_t>(src.size()));
+    train_src_.push_back(std::move(src));
+    train_tgt_.push_back(std::move(tgt));
+  }
+  if (dropped > 0) {
+    std::cerr << "zoo: note: dropped " << dropped << " of " << split_.train.size()
+              << " training pairs longer than data.max_source_length=" << data_.max_source_length
+              << " / data.max_target_length=" << data_.max_target_length << " (0 = no limit)"
+              << std::endl;
+  }
+  if (train_src_.empty())
+    throw Error(
+        cat("config: data.max_source_length / data.max_target_length leave no training "
+            "pair (all ",
+            split_.train.size(), " are longer); raise them or set them to 0"));
+}
+
+void TranslationTask::prepare_training(const std::string& output_dir) {
+  load_split();
+  if (train_src_.empty()) encode_training_pairs();
+  if (!output_dir.empty()) data::write_split(split_, output_dir);
+}
+
+std::vector<data::SentencePair> TranslationTask::eval_pairs(const std::string& split) {
+  if (split != "valid" && split != "test")
+    throw Error(cat("unknown split '", split, "'; use valid or test"));
+  if (!split_loaded_ && !checkpoint_dir_.empty()) {
+    // Away from the training machine the pair file may be elsewhere, but the run directory
+    // holds the split it used.
+    std::error_code ec;
+    const fs::path tsv = run_dir_of(checkpoint_dir_) / (split + ".tsv");
+    if ((data_.path.empty() || !fs::exists(data_.path, ec)) && fs::exists(tsv, ec)) {
+      std::cerr << "zoo: note: data.path "
+                << (data_.path.empty() ? std::string("is not set")
+                                       : "'" + data_.path + "' does not exist")
+                << "; using " << tsv.string() << " written by the training run" << std::endl;
+      return data::read_tsv_pairs(tsv.string());
+    }
+  }
+  load_split();
+  return split == "valid" ? split_.valid : split_.test;
+}
+
+std::vector<std::vector<int64_t>> TranslationTask::epoch_plan(uint64_t seed, int64_t epoch,
+                                                              int64_t batch_size) const {
+  return data::bucket_batches(train_order_key_, batch_size,
+                              seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch),
+                              /*shuffle=*/true);
+}
+
+Batch TranslationTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
+  std::vector<std::vector<int64_t>> src, tgt;
+  src.reserve(indices.size());
+  tgt.reserve(indices.size());
+  for (int64_t i : indices) {
+    src.push_back(train_src_.at(static_cast<size_t>(i)));
+    tgt.push_back(train_tgt_.at(static_cast<size_t>(i)));
+  }
+  return Batch{{data::pad_sequences(src), data::pad_sequences(tgt)},
+               static_cast<int64_t>(indices.size()),
+               seed};
+}
+
+torch::Tensor TranslationTask::loss(const Batch& batch) {
+  const torch::Tensor& src = batch.tensors.at(0);
+  const torch::Tensor& tgt = batch.tensors.at(1);
+  const int64_t steps = tgt.size(1) - 1;
+  auto tgt_in = tgt.narrow(1, 0, steps);   // <start> w1 ... wn
+  auto tgt_out = tgt.narrow(1, 1, steps);  // w1 ... wn <end>
+  torch::Tensor logits;                    // (B, T, V)
+  if (data_.teacher_forcing_ratio < 1.0) {
+    torch::Generator gen = at::detail::createCPUGenerator(batch.seed);
+    logits = model_->forward(src, tgt_in, data_.teacher_forcing_ratio, &gen);
+  } else {
+    logits = model_->forward(src, tgt_in);
+  }
+  return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}),
+                          F::CrossEntropyFuncOptions().ignore_index(model_options_.pad_id));
+}
+
+// ---------------------------------------------------------------------------------------
+// Evaluation and inference
+
+Metrics TranslationTask::evaluate(const std::string& split, int64_t batch_size,
+                                  const torch::Device& device) {
+  std::vector<data::SentencePair> pairs = eval_pairs(split);
+  if (data_.max_eval_samples > 0 && data_.max_eval_samples < static_cast<int64_t>(pairs.size()))
+    pairs.resize(static_cast<size_t>(data_.max_eval_samples));
+  if (pairs.empty())
+    throw Error(cat("the ", split, " split is empty (data.", split == "valid" ? "valid" : "test",
+                    "_size is 0)", split == "valid" ? "; use --split test" : ""));
+  const auto n = static_cast<int64_t>(pairs.size());
+  std::vector<std::vector<int64_t>> sources, targets;
+  std::vector<std::string> references;
+  std::vector<int64_t> lengths;
+  for (const auto& p : pairs) {
+    sources.push_back(encode_source(p.source));
+    targets.push_back(target_vocab_.encode(data::preprocess_eng(p.target)));
+    references.push_back(reference_text(p.target));
+    lengths.push_back(static_cast<int64_t>(sources.back().size()));
+  }
+
+  model_->eval();
+  torch::NoGradGuard no_grad;
+  const models::GenerationOptions generation =
+      generation_options(data_.eval_beam_size, data_.eval_max_length);
+  std::vector<std::string> hypotheses(static_cast<size_t>(n));
+  double total_loss = 0;
+  int64_t total_tokens = 0;
+  for (const auto& batch : data::bucket_batches(lengths, batch_size, 0, /*shuffle=*/false)) {
+    std::vector<std::vector<int64_t>> src_rows, tgt_rows;
+    for (int64_t i : batch) {
+      src_rows.push_back(sources[i]);
+      tgt_rows.push_back(targets[i]);
+    }
+    auto src = data::pad_sequences(src_rows).to(device);
+    auto tgt = data::pad_sequences(tgt_rows).to(device);
+    const int64_t steps = tgt.size(1) - 1;
+    auto tgt_out = tgt.narrow(1, 1, steps);
+    auto logits = model_->forward(src, tgt.narrow(1, 0, steps));
+    total_loss +=
+        F::cross_entropy(
+            logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}),
+            F::CrossEntropyFuncOptions().ignore_index(model_options_.pad_id).reduction(torch::kSum))
+            .item<double>();
+    total_tokens += tgt_out.ne(model_options_.pad_id).sum().item<int64_t>();
+    const auto hyps = models::generate(model_, src, generation);
+    for (size_t j = 0; j < batch.size(); ++j)
+      hypotheses[batch[j]] = detokenize(hyps[j].at(0).tokens);
+  }
+  const double loss = total_tokens > 0 ? total_loss / static_cast<double>(total_tokens) : 0.0;
+  return Metrics{{"loss", loss},
+                 {"perplexity", std::exp(loss)},
+                 {"bleu", corpus_bleu(hypotheses, references).score},
+                 {"examples", static_cast<double>(n)}};
+}
+
+models::GenerationOptions TranslationTask::generation_options(int64_t num_beams, int64_t max_length,
+                                                              double length_penalty) const {
+  models::GenerationOptions g;
+  g.bos_id = bos_id_;
+  g.eos_id = eos_id_;
+  g.max_new_tokens = max_length;
+  g.num_beams = num_beams;
+  g.num_return_sequences = 1;
+  g.length_penalty = length_penalty;
+  g.validate();
+  return g;
+}
+
+std::vector<Translation> TranslationTask::translate(const std::vector<std::string>& sentences,
+                                                    const models::GenerationOptions& options,
+                                                    const models::Constraint* constraint,
+                                                    int64_t batch_size) {
+  std::vector<Translation> out(sentences.size());
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<size_t> where;  // sentence index of each entry of `ids`
+  std::vector<int64_t> lengths;
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const std::string text = data::python_strip(sentences[i]);
+    if (text.empty()) continue;
+    ids.push_back(encode_source(text, &out[i].source_tokens));
+    where.push_back(i);
+    lengths.push_back(static_cast<int64_t>(ids.back().size()));
+  }
+  if (ids.empty()) return out;
+  const auto params = model_->parameters();
+  const torch::Device device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
+  for (const auto& batch :
+       data::bucket_batches(lengths, std::max<int64_t>(1, batch_size), 0, /*shuffle=*/false)) {
+    std::vector<std::vector<int64_t>> rows;
+    for (int64_t k : batch) rows.push_back(ids[k]);
+    auto src = data::pad_sequences(rows).to(device);
+    const auto hyps = models::generate(model_, src, options, constraint);
+    for (size_t j = 0; j < batch.size(); ++j) {
+      const models::Hypothesis& h = hyps[j].at(0);
+      Translation& t = out[where[batch[j]]];
+      const auto s_len = static_cast<int64_t>(rows[j].size());
+      t.text = detokenize(h.tokens);
+      for (int64_t id : h.tokens) {
+        const bool known = id > 0 && id < target_vocab_.size();  // the model's output range
+        const std::string word = known ? target_vocab_.word(id) : std::string();
+        t.target_tokens.push_back(word.empty() ? (id == 0 ? "<pad>" : data_.oov_token) : word);
+      }
+      const auto n_tokens = static_cast<int64_t>(h.tokens.size());
+      t.attention =
+          h.attention.defined()
+              ? h.attention.narrow(1, 0, s_len).to(torch::kCPU, torch::kFloat).contiguous()
+              : torch::zeros({n_tokens, s_len});
+      t.score = h.score;
+      t.finished = h.finished;
+    }
+  }
+  return out;
+}
+
+std::optional<std::vector<int64_t>> TranslationTask::encode_target(const std::string& sentence,
+                                                                   std::string* why) const {
+  const std::vector<std::string> words = inner_tokens(data::preprocess_eng(sentence));
+  if (words.empty()) {
+    if (why) *why = "no words left after preprocessing (only digits or symbols?)";
+    return std::nullopt;
+  }
+  std::vector<int64_t> ids;
+  for (const auto& w : words) {
+    const bool usable = target_vocab_.contains(w) &&
+                        target_vocab_.index(w) < target_vocab_.size() &&
+                        target_vocab_.index(w) != target_vocab_.oov_index();
+    if (!usable) {
+      if (why) *why = cat("the word '", w, "' is not in the target vocabulary");
+      return std::nullopt;
+    }
+    ids.push_back(target_vocab_.index(w));
+  }
+  return ids;
+}
+
+std::string TranslationTask::reference_text(const std::string& english) {
+  std::string out;
+  for (const auto& w : inner_tokens(data::preprocess_eng(english))) {
+    if (!out.empty()) out += ' ';
+    out += w;
+  }
+  return out;
+}
+
+std::vector<int64_t> TranslationTask::encode_source(const std::string& sentence,
+                                                    std::vector<std::string>* tokens) const {
+  std::vector<int64_t> ids;
+  for (const auto& token : data::split_tokens(data::preprocess_chinese(sentence))) {
+    // One id per character; without an OOV token unknown characters are dropped (Keras).
+    const std::vector<int64_t> id = source_vocab_.encode(token);
+    if (id.empty()) continue;
+    ids.push_back(id.front());
+    if (tokens) tokens->push_back(token);
+  }
+  return ids;
+}
+
+std::string TranslationTask::detokenize(const std::vector<int64_t>& ids) const {
+  std::vector<int64_t> words;
+  for (int64_t id : ids)
+    if (id != eos_id_ && id != bos_id_ && id != model_options_.pad_id) words.push_back(id);
+  return target_vocab_.decode(words);
+}
+
+void TranslationTask::save_assets(const std::string& dir) const {
+  source_vocab_.save((fs::path(dir) / kSourceVocabFile).string());
+  target_vocab_.save((fs::path(dir) / kTargetVocabFile).string());
+}
+
+}  // namespace zoo

@@ -1,0 +1,171 @@
+#pragma once
+// Chinese -> English translation (document 000): Tatoeba/Anki sentence pairs + the GRU
+// encoder-decoder with Bahdanau attention (models/seq2seq.h). The task owns the data side
+// (pair file, deterministic split, document-000 preprocessing, Keras-style vocabularies:
+// characters for Chinese, words for English), the padding-masked cross-entropy, and the
+// metrics: teacher-forced loss and perplexity, BLEU of greedy or beam decodes.
+//
+// Token ids are never assumed: pad is 0 (the Keras vocabulary's padding), <start> and <end>
+// are looked up in the target vocabulary and recorded in the model section (bos_id, eos_id)
+// together with the vocabulary sizes, so a checkpoint's config.json says what its
+// source_vocab.json / target_vocab.json must hold.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/pairs.h"
+#include "data/vocab.h"
+#include "models/generation.h"
+#include "models/seq2seq.h"
+#include "train/task.h"
+
+namespace zoo {
+
+/// The "data" section of seq2seq configs.
+struct TranslationDataOptions {
+  std::string path;  // required for training and evaluation
+  bool strict = false;
+  int64_t num_examples = 0;  // 0: every pair of the file
+  int64_t test_size = 1000;
+  int64_t valid_size = 1000;
+  int64_t split_seed = 1234;
+  int64_t source_num_words = 0;  // 0: no limit
+  int64_t target_num_words = 0;
+  std::string oov_token = "<unk>";
+  int64_t max_source_length = 0;  // 0: no limit
+  int64_t max_target_length = 0;
+  double teacher_forcing_ratio = 1.0;
+  int64_t eval_beam_size = 1;
+  int64_t eval_max_length = 50;
+  int64_t max_eval_samples = 0;  // 0: the whole split
+
+  template <class V>
+  void fields(V& v) {
+    v("path", path,
+      "pair file, English<TAB>Chinese[<TAB>attribution] per line (Tatoeba/Anki cmn.txt; "
+      "tools/fetch_data.sh cmn-eng)");
+    v("strict", strict, "stop at the first malformed line instead of skipping and counting it");
+    v("num_examples", num_examples, "use only the first N pairs of the file; 0 = all", at_least(0));
+    v("test_size", test_size, "pairs held out as the test split", at_least(0));
+    v("valid_size", valid_size, "pairs held out as the validation split", at_least(0));
+    v("split_seed", split_seed, "seed of the train/valid/test split (independent of train.seed)",
+      between(0, 9.0e15));
+    v("source_num_words", source_num_words,
+      "keep the N-1 most frequent source characters (Keras num_words); 0 = all", at_least(0));
+    v("target_num_words", target_num_words,
+      "keep the N-1 most frequent target words (Keras num_words); 0 = all", at_least(0));
+    v("oov_token", oov_token,
+      "token for characters/words outside the vocabulary; \"\" drops them (Keras default)");
+    v("max_source_length", max_source_length,
+      "drop training pairs with more source characters (<start>/<end> not counted); 0 = keep all",
+      at_least(0));
+    v("max_target_length", max_target_length,
+      "drop training pairs with more target words (<start>/<end> not counted); 0 = keep all",
+      at_least(0));
+    v("teacher_forcing_ratio", teacher_forcing_ratio,
+      "probability of feeding the reference token (else the model's own) at each training step",
+      between(0, 1));
+    v("eval_beam_size", eval_beam_size, "beam size of the BLEU decodes; 1 = greedy",
+      between(1, 64));
+    v("eval_max_length", eval_max_length, "most tokens decoded per sentence for BLEU",
+      between(1, 1000));
+    v("max_eval_samples", max_eval_samples, "evaluate on the first N pairs of the split; 0 = all",
+      at_least(0));
+  }
+};
+
+/// One translated sentence, with what an alignment heat map needs.
+struct Translation {
+  std::string text;                        ///< English words joined by spaces; "" for no input
+  std::vector<std::string> source_tokens;  ///< <start>, the characters (as typed), <end>
+  std::vector<std::string> target_tokens;  ///< generated words, then <end> when finished
+  torch::Tensor attention;  ///< (target_tokens, source_tokens) float on the CPU; undefined
+                            ///< when the input was empty
+  double score = 0;         ///< length-normalised log-probability
+  bool finished = false;    ///< false: cut at the length limit
+};
+
+class TranslationTask : public Task {
+ public:
+  /// For training (`checkpoint_dir` empty): reads data.path, splits it, fits the
+  /// vocabularies on the training split and completes config() with their sizes and the
+  /// special ids. From a checkpoint: loads source_vocab.json / target_vocab.json from it and
+  /// checks them against the model section; the pair file is read only by evaluate().
+  explicit TranslationTask(const json& config, const std::string& checkpoint_dir = "");
+
+  std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
+  /// Writes train.tsv / valid.tsv / test.tsv into `output_dir` (when not empty).
+  void prepare_training(const std::string& output_dir) override;
+  int64_t num_train_examples() const override { return static_cast<int64_t>(train_src_.size()); }
+  /// Length-bucketed batches (similar target, then source lengths), reshuffled every epoch.
+  std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch,
+                                               int64_t batch_size) const override;
+  /// {source (B, S), target (B, T)} int64, right-padded with 0; the target keeps <start>/<end>.
+  Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
+  /// Token-level mean cross entropy of forward(src, tgt[:, :-1]) against tgt[:, 1:], padding
+  /// ignored; teacher forcing with data.teacher_forcing_ratio drawn from batch.seed.
+  torch::Tensor loss(const Batch& batch) override;
+  /// "valid" or "test": loss, perplexity (teacher-forced, per target token), bleu (corpus
+  /// BLEU of greedy/beam decodes against the preprocessed references), examples.
+  Metrics evaluate(const std::string& split, int64_t batch_size,
+                   const torch::Device& device) override;
+  std::string default_best_metric() const override { return "bleu"; }
+  /// Writes source_vocab.json and target_vocab.json.
+  void save_assets(const std::string& dir) const override;
+
+  /// Search settings with this model's <start>/<end> ids; `max_length` counts <end>.
+  models::GenerationOptions generation_options(int64_t num_beams, int64_t max_length,
+                                               double length_penalty = 1.0) const;
+  /// Translates raw Chinese sentences (one Translation per sentence, in order), batched by
+  /// length on the model's device. Empty (all-space) sentences give an empty Translation;
+  /// characters outside the vocabulary become the OOV token. Throws zoo::Error on invalid
+  /// UTF-8.
+  std::vector<Translation> translate(const std::vector<std::string>& sentences,
+                                     const models::GenerationOptions& options,
+                                     const models::Constraint* constraint = nullptr,
+                                     int64_t batch_size = 64);
+  /// An English sentence as the target ids the model can produce (preprocessed like the
+  /// training targets, without <start>/<end>), for constrained decoding. std::nullopt with
+  /// the reason in `why` when a word is not in the vocabulary or nothing is left.
+  std::optional<std::vector<int64_t>> encode_target(const std::string& sentence,
+                                                    std::string* why = nullptr) const;
+  /// Preprocessed English without <start>/<end>: what BLEU compares against.
+  static std::string reference_text(const std::string& english);
+
+  models::Seq2Seq& seq2seq() { return model_; }
+  const data::Vocab& source_vocab() const { return source_vocab_; }
+  const data::Vocab& target_vocab() const { return target_vocab_; }
+  const TranslationDataOptions& data_options() const { return data_; }
+  /// The split read from data.path (empty until training or evaluation needed it).
+  const data::Split& split() const { return split_; }
+  int64_t bos_id() const { return bos_id_; }
+  int64_t eos_id() const { return eos_id_; }
+
+ private:
+  // Reads data.path and splits it (idempotent).
+  void load_split();
+  // Pairs of `split` ("valid"/"test") for evaluation, possibly from the training run's
+  // <split>.tsv next to the checkpoint when data.path is not available.
+  std::vector<data::SentencePair> eval_pairs(const std::string& split);
+  void fit_vocabularies();
+  void load_vocabularies(const std::string& dir);
+  void encode_training_pairs();
+  // Source ids of a raw sentence and the token shown for each id (<start> ... <end>).
+  std::vector<int64_t> encode_source(const std::string& sentence,
+                                     std::vector<std::string>* tokens = nullptr) const;
+  std::string detokenize(const std::vector<int64_t>& ids) const;
+
+  TranslationDataOptions data_;
+  models::Seq2SeqOptions model_options_;
+  models::Seq2Seq model_{nullptr};
+  std::string checkpoint_dir_;
+  data::Vocab source_vocab_, target_vocab_;
+  int64_t bos_id_ = -1, eos_id_ = -1;
+  bool split_loaded_ = false;
+  data::Split split_;
+  std::vector<std::vector<int64_t>> train_src_, train_tgt_;  // encoded training pairs
+  std::vector<int64_t> train_order_key_;                     // bucketing key per pair
+};
+
+}  // namespace zoo
