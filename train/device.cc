@@ -1,6 +1,9 @@
 #include "train/device.h"
 
 #include <dlfcn.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <cstdlib>
 #include <sstream>
@@ -48,6 +51,12 @@ std::string describe_cuda_device(int64_t i) {
 }  // namespace
 
 void configure_cpu_threads(int threads) {
+#if defined(__GLIBC__)
+  // Training allocates and frees the same large activations every step. glibc's defaults
+  // mmap/munmap them (and trim the heap), so every step pays page faults on fresh memory.
+  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);  // glibc's maximum on 64-bit
+  mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
+#endif
   if (threads <= 0 && !std::getenv("OMP_NUM_THREADS")) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads > 0) at::set_num_threads(threads);
   if (at::get_num_threads() > 1 && !std::getenv("OPENBLAS_NUM_THREADS")) {

@@ -19,6 +19,9 @@ std::string describe_devices();
 /// when LibTorch runs BLAS through OpenBLAS's own thread pool, makes OpenBLAS single-threaded
 /// (unless OPENBLAS_NUM_THREADS is set) so the two pools do not fight over the cores: on a
 /// 2-core machine that oversubscription costs ~35% of a ViT training step.
+/// On glibc it also keeps freed tensor buffers in the heap (mallopt: no mmap below 32 MiB,
+/// no trimming) instead of returning them to the OS and page-faulting them back every step:
+/// measured 250-300 -> 181 ms per ViT training step here.
 void configure_cpu_threads(int threads = 0);
 
 /// True when this LibTorch has MPS support compiled in and an MPS device is usable.

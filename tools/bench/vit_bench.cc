@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
     opt.step();
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) times.push_back(dt);
+    if (std::getenv("ZOO_BENCH_TRACE")) std::cerr << "step " << i << " " << 1000 * dt << " ms\n";
   }
   std::sort(times.begin(), times.end());
   double mean = 0;
