@@ -45,7 +45,7 @@ std::string pair_file_text() {
   for (const auto& [n_en, n_zh] : numbers) {
     for (const auto& [c_en, c_zh] : colours) {
       out << n_en << " " << c_en << " cats.\t" << n_zh << "只" << c_zh << "猫。";
-      if (++line % 7 == 0) out << "\tCC-BY 2.0 (France) Attribution: invented #" << line;
+      if (++line % 7 == 0) out << "\tattribution column of fixture line " << line;
       out << "\n";
       if (line == 4) out << "this line has no tab\n";           // line 5
       if (line == 9) out << "\n\t只有中文\n";                   // lines 11 (blank), 12
