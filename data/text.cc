@@ -136,6 +136,21 @@ void check_utf8(std::string_view s, std::string_view what) {
   if (bad != std::string::npos) throw Error(cat(what, ": invalid UTF-8 at byte ", bad));
 }
 
+std::u32string space_around(std::u32string_view s, bool (*in_class)(char32_t)) {
+  std::u32string out;
+  out.reserve(s.size() + 16);
+  for (char32_t c : s) {
+    if (in_class(c)) {
+      out += U' ';
+      out += c;
+      out += U' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::u32string utf8_to_utf32(std::string_view s) {
   std::u32string out;
   out.reserve(s.size());
@@ -230,17 +245,7 @@ std::string unicode_to_ascii(const std::string& utf8) {
 std::string preprocess_eng(const std::string& s) {
   const std::u32string w = normalize_for_preprocess(s);
   // re.sub(r"([?.!,])", r" \1 ", w)
-  std::u32string padded;
-  padded.reserve(w.size() + 16);
-  for (char32_t c : w) {
-    if (is_eng_punct(c)) {
-      padded += U' ';
-      padded += c;
-      padded += U' ';
-    } else {
-      padded += c;
-    }
-  }
+  const std::u32string padded = space_around(w, is_eng_punct);
   // re.sub(r'[" "]+', " ", w)
   std::u32string collapsed = replace_runs(padded, is_space_or_quote, U" ");
   // re.sub(r"[^a-zA-Z?.!,]+", " ", w)

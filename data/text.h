@@ -40,6 +40,10 @@ std::string utf32_to_utf8(std::u32string_view s);
 /// U+3000).
 bool is_python_space(char32_t c);
 
+/// re.sub(r"([class])", r" \1 ", s): a space before and after every code point for which
+/// `in_class` is true. Shared by preprocess_eng and BLEU's 13a tokeniser.
+std::u32string space_around(std::u32string_view s, bool (*in_class)(char32_t));
+
 /// Python's str.strip() without arguments: removes leading and trailing Unicode whitespace.
 std::string python_strip(const std::string& utf8);
 

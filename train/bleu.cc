@@ -102,17 +102,7 @@ std::string tokenize_13a(const std::string& line_in) {
   const std::u32string padded = data::utf8_to_utf32(" " + line + " ");
 
   // ([\{-\~\[-\` -\&\(-\+\:-\@\/]) -> " \1 "
-  std::u32string s;
-  s.reserve(padded.size() * 2);
-  for (char32_t c : padded) {
-    if (is_13a_symbol(c)) {
-      s += U' ';
-      s += c;
-      s += U' ';
-    } else {
-      s += c;
-    }
-  }
+  std::u32string s = data::space_around(padded, is_13a_symbol);
   const auto not_digit = [](char32_t c) { return !is_digit(c); };
   const auto is_dash = [](char32_t c) { return c == U'-'; };
   s = sub_pair(s, not_digit, is_dot_comma, U"", U" ", U" ");  // ([^0-9])([\.,]) -> "\1 \2 "

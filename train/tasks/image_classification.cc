@@ -34,31 +34,20 @@ ImageClassificationTask::ImageClassificationTask(const json& config) {
   model_ = models::ViTForImageClassification(vit_options);
 }
 
+std::unique_ptr<data::ImageSet> ImageClassificationTask::load_split(const std::string& split) const {
+  if (data_.dataset == "cifar10") return std::make_unique<data::ImageSet>(data::load_cifar10(data_.path, split));
+  std::vector<std::string> names = model_->options().labels;
+  if (names.empty()) names = data_.dataset == "mnist" ? data::mnist_classes() : data::fashion_mnist_classes();
+  return std::make_unique<data::ImageSet>(data::load_mnist_like(data_.path, split, names));
+}
+
 const data::ImageSet& ImageClassificationTask::train_set() {
-  if (!train_) {
-    const auto& o = model_->options();
-    std::vector<std::string> names = o.labels;
-    if (data_.dataset == "cifar10") {
-      train_ = std::make_unique<data::ImageSet>(data::load_cifar10(data_.path, "train"));
-    } else {
-      if (names.empty())
-        names = data_.dataset == "mnist" ? data::mnist_classes() : data::fashion_mnist_classes();
-      train_ = std::make_unique<data::ImageSet>(data::load_mnist_like(data_.path, "train", names));
-    }
-  }
+  if (!train_) train_ = load_split("train");
   return *train_;
 }
 
 const data::ImageSet& ImageClassificationTask::test_set() {
-  if (!test_) {
-    if (data_.dataset == "cifar10") {
-      test_ = std::make_unique<data::ImageSet>(data::load_cifar10(data_.path, "test"));
-    } else {
-      auto names = model_->options().labels;
-      if (names.empty()) names = data_.dataset == "mnist" ? data::mnist_classes() : data::fashion_mnist_classes();
-      test_ = std::make_unique<data::ImageSet>(data::load_mnist_like(data_.path, "test", names));
-    }
-  }
+  if (!test_) test_ = load_split("test");
   return *test_;
 }
 

@@ -56,6 +56,7 @@ class ImageClassificationTask : public Task {
   const ImageDataOptions& data_options() const { return data_; }
 
  private:
+  std::unique_ptr<data::ImageSet> load_split(const std::string& split) const;
   const data::ImageSet& train_set();
   const data::ImageSet& test_set();
 
