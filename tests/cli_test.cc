@@ -65,6 +65,21 @@ TEST(Cli, DevicesListsCpuAndVersion) {
   EXPECT_NE(r.output.find("mps:"), std::string::npos);
 }
 
+// zoo re-executes itself with OMP_WAIT_POLICY=PASSIVE (use_passive_openmp) unless the user
+// chose a policy, and only then gives OpenBLAS more than one thread.
+TEST(Cli, DevicesShowsThePassiveOpenMpPolicyUnlessTheUserSetsOne) {
+  auto r = test::run("env -u OMP_WAIT_POLICY -u OPENBLAS_NUM_THREADS OMP_NUM_THREADS=2 " +
+                     std::string(ZOO_BINARY) + " devices");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("OpenMP wait policy PASSIVE"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("OpenBLAS 2 threads"), std::string::npos) << r.output;
+  auto a = test::run("env -u OPENBLAS_NUM_THREADS OMP_WAIT_POLICY=active OMP_NUM_THREADS=2 " +
+                     std::string(ZOO_BINARY) + " devices");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("OpenMP wait policy active"), std::string::npos) << a.output;
+  EXPECT_NE(a.output.find("OpenBLAS 1 threads"), std::string::npos) << a.output;
+}
+
 void write_pgm(const std::string& path, int size, int band, int classes) {
   std::ofstream out(path, std::ios::binary);
   out << "P5\n" << size << " " << size << "\n255\n";

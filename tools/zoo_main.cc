@@ -8,6 +8,7 @@
 #include "train/error.h"
 
 int main(int argc, char** argv) {
+  zoo::use_passive_openmp(argv);  // may re-execute with OMP_WAIT_POLICY=PASSIVE
   // LibTorch may start with one intra-op thread; use every core (OMP_NUM_THREADS overrides).
   zoo::configure_cpu_threads();
   CLI::App app{"zoo: a LibTorch model zoo and trainer (ViT, seq2seq, Transformer, BERT, GPT)"};

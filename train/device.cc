@@ -1,11 +1,14 @@
 #include "train/device.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
+#include <cctype>
 #include <cstdlib>
+#include <string>
 #include <sstream>
 #include <thread>
 
@@ -50,6 +53,16 @@ std::string describe_cuda_device(int64_t i) {
 
 }  // namespace
 
+namespace {
+bool passive_openmp() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  if (!policy) return false;
+  std::string p(policy);
+  for (auto& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return p == "passive";
+}
+}  // namespace
+
 void configure_cpu_threads(int threads) {
 #if defined(__GLIBC__)
   // Training allocates and frees the same large activations every step. glibc's defaults
@@ -61,8 +74,20 @@ void configure_cpu_threads(int threads) {
   if (threads > 0) at::set_num_threads(threads);
   if (at::get_num_threads() > 1 && !std::getenv("OPENBLAS_NUM_THREADS")) {
     using SetThreads = void (*)(int);
-    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(1);
+    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+      fn(passive_openmp() ? at::get_num_threads() : 1);
   }
+}
+
+void use_passive_openmp(char** argv) {
+#if defined(__linux__)
+  if (std::getenv("OMP_WAIT_POLICY") || argv == nullptr || argv[0] == nullptr) return;
+  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("OMP_WAIT_POLICY");  // exec failed (no /proc?): carry on as we are
+#else
+  (void)argv;
+#endif
 }
 
 torch::Device resolve_device(const std::string& spec) {
@@ -104,6 +129,12 @@ std::string describe_devices() {
   os << "LibTorch " << TORCH_VERSION << "\n";
   os << "cpu: available, " << at::get_num_threads() << " threads (intra-op), "
      << at::get_num_interop_threads() << " inter-op\n";
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  os << "cpu threading: OpenMP wait policy " << (policy ? policy : "unset (active)");
+  using GetThreads = int (*)();
+  if (auto fn = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")))
+    os << ", OpenBLAS " << fn() << " threads";
+  os << "\n";
   os << "built with CUDA: " << (at::hasCUDA() ? "yes" : "no") << "\n";
   const int64_t n = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
   os << "cuda devices: " << n << "\n";

@@ -6,12 +6,14 @@
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
 #include "models/vit.h"
 #include "train/device.h"
 
 int main(int argc, char** argv) {
+  zoo::use_passive_openmp(argv);  // may re-execute with OMP_WAIT_POLICY=PASSIVE
   zoo::models::ViTOptions o;
   int64_t batch = 128, steps = 30, warmup = 5, threads = 2;
   o.hidden_size = 128, o.num_hidden_layers = 4, o.num_attention_heads = 4, o.intermediate_size = 256;
@@ -37,7 +39,11 @@ int main(int argc, char** argv) {
   auto x = torch::randn({batch, o.num_channels, o.image_size, o.image_size});
   auto y = torch::randint(0, o.num_labels, {batch}, torch::kLong);
   std::vector<double> times;
+  // ZOO_BENCH_PROFILE=FILE: a Chrome trace of the timed steps (chrome://tracing, Perfetto).
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
   for (int64_t i = 0; i < warmup + steps; ++i) {
+    if (i == warmup && std::getenv("ZOO_BENCH_PROFILE"))
+      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(std::getenv("ZOO_BENCH_PROFILE"));
     const auto t0 = std::chrono::steady_clock::now();
     opt.zero_grad();
     auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
@@ -47,6 +53,7 @@ int main(int argc, char** argv) {
     if (i >= warmup) times.push_back(dt);
     if (std::getenv("ZOO_BENCH_TRACE")) std::cerr << "step " << i << " " << 1000 * dt << " ms\n";
   }
+  profile.reset();
   std::sort(times.begin(), times.end());
   double mean = 0;
   for (double t : times) mean += t / times.size();
