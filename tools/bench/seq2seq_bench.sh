@@ -13,26 +13,9 @@
 #    loop over the sentences with the same weights and sources; sentences/s of each, and a
 #    checksum of the outputs that must agree (the same translations).
 # Both sides run the document's configuration: no source mask (--mask 0).
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-ROUNDS=3
-BUILD=build
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --build) BUILD=$2; shift 2 ;;
-    --) shift; break ;;
-    *) echo "seq2seq_bench.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-done
-ARGS=("$@")
-PY=/usr/bin/python3
-[ -x "$BUILD/zoo_bench_seq2seq" ] || { echo "seq2seq_bench.sh: $BUILD/zoo_bench_seq2seq not built (run tools/setup.sh)" >&2; exit 1; }
-"$PY" -c "import torch" 2>/dev/null || { echo "seq2seq_bench.sh: $PY has no torch (apt-get install python3-torch)" >&2; exit 1; }
+NAME=seq2seq_bench.sh ROUNDS=3 BIN=zoo_bench_seq2seq
+source "$(dirname "$0")/common.sh"
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
-
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
 
 cpp=(); py=(); py1=()
 for r in $(seq "$ROUNDS"); do

@@ -9,30 +9,13 @@
 # The Python side runs twice per round: as installed (OpenBLAS with its own thread pool,
 # the default a Python user gets) and with OPENBLAS_NUM_THREADS=1 (the threading zoo
 # configures for itself), so the ratio can be read both ways.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-ROUNDS=5
-BUILD=build
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --rounds) ROUNDS=$2; shift 2 ;;
-    --build) BUILD=$2; shift 2 ;;
-    --) shift; break ;;
-    *) echo "vit_bench.sh: unknown option $1" >&2; exit 2 ;;
-  esac
-done
-ARGS=("$@")
-PY=/usr/bin/python3
-[ -x "$BUILD/zoo_bench_vit" ] || { echo "vit_bench.sh: $BUILD/zoo_bench_vit not built (run tools/setup.sh)" >&2; exit 1; }
-"$PY" -c "import torch" 2>/dev/null || { echo "vit_bench.sh: $PY has no torch (apt-get install python3-torch)" >&2; exit 1; }
-
+NAME=vit_bench.sh ROUNDS=5 BIN=zoo_bench_vit
+source "$(dirname "$0")/common.sh"
 cpp=(); py=(); py1=()
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-field() { sed -n 's/.*"median_step_ms": *\([0-9.]*\).*/\1/p'; }
 for r in $(seq "$ROUNDS"); do
-  c=$("$BUILD/zoo_bench_vit" "${ARGS[@]}" | field)
-  p=$("$PY" tools/bench/vit_bench.py "${ARGS[@]}" | field)
-  p1=$(OPENBLAS_NUM_THREADS=1 "$PY" tools/bench/vit_bench.py "${ARGS[@]}" | field)
+  c=$("$BUILD/zoo_bench_vit" "${ARGS[@]}" | field median_step_ms)
+  p=$("$PY" tools/bench/vit_bench.py "${ARGS[@]}" | field median_step_ms)
+  p1=$(OPENBLAS_NUM_THREADS=1 "$PY" tools/bench/vit_bench.py "${ARGS[@]}" | field median_step_ms)
   echo "round $r: zoo ${c} ms  python ${p} ms  python(OPENBLAS_NUM_THREADS=1) ${p1} ms"
   cpp+=("$c"); py+=("$p"); py1+=("$p1")
 done
