@@ -2,18 +2,14 @@
 
 #include <cmath>
 
+#include <dlfcn.h>
+
 #include <torch/version.h>
 
 namespace zoo::models {
 
-torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                           const torch::Tensor& v, const torch::Tensor& mask,
-                                           double dropout_p, bool training, bool causal) {
-  const double p = training ? dropout_p : 0.0;
-#if TORCH_VERSION_MAJOR >= 2
-  return at::scaled_dot_product_attention(q, k, v, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt,
-                                          p, causal);
-#else
+torch::Tensor attention_math(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& mask, double p, bool causal) {
   const int64_t tq = q.size(-2), tk = k.size(-2);
   // Scale q rather than the (T x T) scores: fewer multiplications, same result.
   auto scores = torch::matmul(q * (1.0 / std::sqrt(static_cast<double>(q.size(-1)))), k.transpose(-2, -1));
@@ -25,7 +21,125 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
   auto weights = torch::softmax(scores, -1);
   if (p > 0) weights = torch::dropout(weights, p, /*train=*/true);
   return torch::matmul(weights, v);
+}
+
+namespace {
+
+#if TORCH_VERSION_MAJOR < 2
+// Attention on the CPU with LibTorch 1.x, whose batched matrix product is a serial loop of
+// one small GEMM per (batch x head): with 50-token ViT attention that loop was most of a
+// training step and a second core did nothing for it. Here each thread takes one contiguous
+// slice of the (batch x head) matrices, forward and backward, so every core runs its own
+// loop. Same arithmetic as attention_math (no dropout: that case stays on the math path).
+struct CpuAttention : torch::autograd::Function<CpuAttention> {
+  // Runs fn(begin, end) over [0, n) in one slice per thread. OpenBLAS (pthreads build) is
+  // made single-threaded meanwhile: its small GEMMs called from two threads at once with
+  // its own pool enabled ran no faster than one thread (measured 29 -> 23 ms per attention
+  // forward+backward, 16 ms with OpenBLAS single-threaded).
+  // Runs fn(begin, end) over [0, n) in one slice per thread (inline when already inside a
+  // parallel region, e.g. the trainer's per-core shards).
+  template <typename F>
+  static void per_thread(int64_t n, const F& fn) {
+    ScopedSingleThreadedBlas blas;
+    const bool grad_mode = torch::GradMode::is_enabled();  // thread-local: carry it to the workers
+    at::parallel_for(0, n, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
+      torch::AutoGradMode mode(grad_mode);
+      fn(begin, end);
+    });
+  }
+
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, const c10::optional<torch::Tensor>& mask, bool causal) {
+    const int64_t tq = q.size(-2), tk = k.size(-2), d = q.size(-1), dv = v.size(-1);
+    auto out_shape = q.sizes().vec();
+    out_shape.back() = dv;
+    auto q3 = q.reshape({-1, tq, d}).contiguous(), k3 = k.reshape({-1, tk, d}).contiguous(),
+         v3 = v.reshape({-1, tk, dv}).contiguous();
+    const int64_t n = q3.size(0);
+    torch::Tensor m3;
+    if (mask) {
+      auto batch = q.sizes().vec();
+      batch.back() = tk;
+      m3 = mask->expand(batch).reshape({n, tq, tk});
+    }
+    torch::Tensor keep;
+    if (causal) keep = torch::ones({tq, tk}, q.options().dtype(torch::kBool)).tril();
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    auto probs = torch::empty({n, tq, tk}, q.options());
+    auto out = torch::empty({n, tq, dv}, q.options());
+    per_thread(n, [&](int64_t b, int64_t e) {
+      auto s = probs.slice(0, b, e);
+      // (baddbmm with beta 0 would be one pass less, but LibTorch 1.13's small-matrix path
+      // multiplies the uninitialised output by 0: NaN stays NaN.)
+      at::bmm_out(s, q3.slice(0, b, e) * scale, k3.slice(0, b, e).transpose(1, 2));
+      if (causal) s.masked_fill_(keep.logical_not(), -std::numeric_limits<double>::infinity());
+      if (m3.defined()) s.add_(m3.slice(0, b, e));
+      s.copy_(at::softmax(s, -1));
+      auto o = out.slice(0, b, e);
+      at::bmm_out(o, s, v3.slice(0, b, e));
+    });
+    ctx->save_for_backward({q3, k3, v3, probs});
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["q_shape"] = q.sizes().vec();
+    ctx->saved_data["k_shape"] = k.sizes().vec();
+    ctx->saved_data["v_shape"] = v.sizes().vec();
+    return out.view(out_shape);
+  }
+
+  static torch::autograd::tensor_list backward(torch::autograd::AutogradContext* ctx,
+                                               torch::autograd::tensor_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const auto &q3 = saved[0], &k3 = saved[1], &v3 = saved[2], &probs = saved[3];
+    const double scale = ctx->saved_data["scale"].toDouble();
+    auto go = grads[0].reshape({q3.size(0), q3.size(1), v3.size(2)}).contiguous();
+    auto gq = torch::empty_like(q3), gk = torch::empty_like(k3), gv = torch::empty_like(v3);
+    per_thread(q3.size(0), [&](int64_t b, int64_t e) {
+      auto p = probs.slice(0, b, e), g = go.slice(0, b, e);
+      auto gvs = gv.slice(0, b, e), gqs = gq.slice(0, b, e), gks = gk.slice(0, b, e);
+      at::bmm_out(gvs, p.transpose(1, 2), g);
+      auto gp = at::bmm(g, v3.slice(0, b, e).transpose(1, 2));          // dL/dprobs
+      gp.sub_((gp * p).sum(-1, /*keepdim=*/true)).mul_(p);                  // dL/dscores (softmax)
+      at::bmm_out(gqs, gp, k3.slice(0, b, e)).mul_(scale);
+      at::bmm_out(gks, gp.transpose(1, 2), q3.slice(0, b, e)).mul_(scale);
+    });
+    return {gq.view(ctx->saved_data["q_shape"].toIntVector()), gk.view(ctx->saved_data["k_shape"].toIntVector()),
+            gv.view(ctx->saved_data["v_shape"].toIntVector()), torch::Tensor(), torch::Tensor()};
+  }
+};
 #endif
+
+}  // namespace
+
+torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                           const torch::Tensor& v, const torch::Tensor& mask,
+                                           double dropout_p, bool training, bool causal) {
+  const double p = training ? dropout_p : 0.0;
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(q, k, v, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt,
+                                          p, causal);
+#else
+  // The mask gets no gradient there: a learned mask (e.g. a position bias) takes the math path.
+  if (p == 0 && q.device().is_cpu() && !(mask.defined() && mask.requires_grad()))
+    return CpuAttention::apply(q, k, v, mask.defined() ? c10::optional<torch::Tensor>(mask) : c10::nullopt, causal);
+  return attention_math(q, k, v, mask, p, causal);
+#endif
+}
+
+namespace {
+using BlasGetThreads = int (*)();
+using BlasSetThreads = void (*)(int);
+}  // namespace
+
+ScopedSingleThreadedBlas::ScopedSingleThreadedBlas() {
+  static const auto get = reinterpret_cast<BlasGetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  static const auto set = reinterpret_cast<BlasSetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (!get || !set || at::in_parallel_region()) return;  // inside a region: the outermost guard did it
+  saved_ = get();
+  if (saved_ > 1) set(1);
+}
+
+ScopedSingleThreadedBlas::~ScopedSingleThreadedBlas() {
+  if (saved_ > 1) reinterpret_cast<BlasSetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))(saved_);
 }
 
 torch::Tensor split_heads(const torch::Tensor& x, int64_t heads) {

@@ -7,10 +7,31 @@ namespace zoo::models {
 /// softmax(q k^T / sqrt(d_k) + mask) v over (B, heads, T, d_k) tensors (document 004's
 /// scaled_dot_product_attention, batched over heads). `mask` is additive (0 / -inf) and
 /// broadcastable to (B, heads, Tq, Tk), or undefined. Uses the fused kernel of
-/// LibTorch >= 2.0 when available; the math path is the reference on 1.13.
+/// LibTorch >= 2.0; on 1.x CPUs (no dropout, no mask gradient) its own kernel, which splits
+/// the (B x heads) matrices across threads in forward and backward; else attention_math.
 torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k,
                                            const torch::Tensor& v, const torch::Tensor& mask,
                                            double dropout_p, bool training, bool causal = false);
+
+/// The same through plain matmul/softmax/dropout ops and autograd: the reference the fused
+/// and threaded paths are tested against. `p` is the dropout probability actually applied.
+torch::Tensor attention_math(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& mask, double p, bool causal);
+
+/// While alive, OpenBLAS (when LibTorch uses it) runs single-threaded: for code that gives
+/// each of LibTorch's threads its own matrix products. OpenBLAS's pool of threads fights
+/// them for the cores otherwise (measured: 2 threads no faster than one). Restores the
+/// previous count; a no-op inside a parallel region and without OpenBLAS.
+class ScopedSingleThreadedBlas {
+ public:
+  ScopedSingleThreadedBlas();
+  ~ScopedSingleThreadedBlas();
+  ScopedSingleThreadedBlas(const ScopedSingleThreadedBlas&) = delete;
+  ScopedSingleThreadedBlas& operator=(const ScopedSingleThreadedBlas&) = delete;
+
+ private:
+  int saved_ = 0;
+};
 
 /// (B, T, H) -> (B, heads, T, H/heads), and back.
 torch::Tensor split_heads(const torch::Tensor& x, int64_t heads);

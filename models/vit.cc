@@ -77,7 +77,16 @@ torch::Tensor ViTModelImpl::forward(const torch::Tensor& pixel_values) {
               "ViT expects pixel_values of shape (B, ", o_.num_channels, ", ", o_.image_size, ", ", o_.image_size,
               "), got ", pixel_values.sizes());
   const int64_t batch = pixel_values.size(0);
-  auto x = projection(pixel_values).flatten(2).transpose(1, 2);  // (B, P, H)
+
+  // The patch convolution (kernel = stride = patch) as one matrix product over the patches:
+  // the same arithmetic, without a convolution kernel (oneDNN's cannot run inside the
+  // trainer's per-core slices, and LibTorch's fallback is slower than a GEMM).
+  const int64_t p = o_.patch_size, g = o_.image_size / o_.patch_size;
+  auto patches = pixel_values.reshape({batch, o_.num_channels, g, p, g, p})
+                     .permute({0, 2, 4, 1, 3, 5})
+                     .reshape({batch, g * g, o_.num_channels * p * p});  // (B, P, C*p*p), row-major patches
+  auto x = torch::nn::functional::linear(patches, projection->weight.view({o_.hidden_size, -1}),
+                                         projection->bias);  // (B, P, H)
   x = torch::cat({cls_token.expand({batch, 1, o_.hidden_size}), x}, 1) + position_embeddings;  // (B, P+1, H)
   x = dropout(x);
   for (auto& layer : *layers) x = layer->as<ViTLayer>()->forward(x);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.h"
+#include "models/vit.h"
 #include "train/checkpoint.h"
 #include "train/safetensors.h"
 #include "train/task.h"
@@ -37,9 +38,9 @@ void run(const json& config, const std::string& out, const std::string& resume =
 
 // N steps + resume + M steps gives the same per-step losses as N+M steps uninterrupted
 // (dropout, augmentation, data order and optimizer state all restored).
-TEST(Trainer, ResumeIsExact) {
-  test::TempDir dir;
-  const json config = tiny_config(dir);
+// Exact resume with dropout (one thread runs each batch) and without it (the batch is cut
+// into one slice per core, run at once: see PerCoreBatchSlicesGiveTheWholeBatchGradients).
+void expect_exact_resume(const json& config, const test::TempDir& dir) {
   const std::string a = dir / "a", b = dir / "b";
   run(config, a);
   const auto full = train_losses(a);
@@ -58,6 +59,21 @@ TEST(Trainer, ResumeIsExact) {
   auto wb = safetensors::load(b + "/checkpoint-8/model.safetensors").tensors;
   ASSERT_EQ(wa.size(), wb.size());
   for (auto& [name, t] : wa) EXPECT_TRUE(torch::equal(t, wb.at(name))) << name;
+}
+
+TEST(Trainer, ResumeIsExact) {
+  test::TempDir dir;
+  expect_exact_resume(tiny_config(dir), dir);
+}
+
+TEST(Trainer, ResumeIsExactWithPerCoreBatchSlices) {
+  const int saved_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  test::TempDir dir;
+  json config = tiny_config(dir, R"(, "label_smoothing_factor": 0.1)");
+  config["model"]["hidden_dropout_prob"] = 0.0;
+  expect_exact_resume(config, dir);
+  at::set_num_threads(saved_threads);
 }
 
 // A task whose loss turns NaN at a given step.
@@ -160,6 +176,45 @@ TEST(Trainer, GradientAccumulationEqualsTheLargerBatch) {
   EXPECT_TRUE(torch::allclose(a.net_->weight, b.net_->weight, 1e-6, 1e-6));
   EXPECT_TRUE(torch::allclose(a.net_->bias, b.net_->bias, 1e-6, 1e-6));
   EXPECT_FALSE(torch::allclose(a.net_->weight, w0));  // it did train
+}
+
+// One batch slice per core (zoo::forward_backward with shards > 1) gives the gradients and
+// loss of the whole batch, also when the slices differ in size, and the same bits each time.
+TEST(Trainer, PerCoreBatchSlicesGiveTheWholeBatchGradients) {
+  const int saved_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  torch::manual_seed(3);
+  models::ViTOptions o;
+  o.hidden_size = 16, o.num_hidden_layers = 1, o.num_attention_heads = 2, o.intermediate_size = 24;
+  o.image_size = 8, o.patch_size = 4, o.num_channels = 1, o.num_labels = 3;
+  models::ViTForImageClassification model(o);
+  const auto params = model->parameters();
+  const Batch batch{{torch::randn({7, 1, 8, 8}), torch::randint(0, 3, {7}, torch::kLong)}, 7, 0};
+  auto loss_of = [&](const Batch& b) {
+    return torch::nn::functional::cross_entropy(model->forward(b.tensors[0]), b.tensors[1]);
+  };
+  auto grads_for = [&](int64_t shards, double* loss) {
+    for (auto& p : params) p.mutable_grad() = torch::Tensor();
+    *loss = forward_backward(loss_of, batch, 0.5, shards, params);
+    std::vector<torch::Tensor> g;
+    for (auto& p : params) g.push_back(p.grad().clone());
+    return g;
+  };
+  double whole = 0, sliced = 0, again = 0;
+  const auto ref = grads_for(1, &whole), got = grads_for(2, &sliced), got2 = grads_for(2, &again);
+  EXPECT_NEAR(sliced, whole, 1e-6);
+  EXPECT_EQ(sliced, again);
+  ASSERT_EQ(got.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(got[i], ref[i], 1e-5, 1e-6)) << "parameter " << i << ": max |diff| "
+                                                             << (got[i] - ref[i]).abs().max().item<double>();
+    EXPECT_TRUE(torch::equal(got[i], got2[i])) << "parameter " << i << " differs between two identical steps";
+  }
+  double checked = NAN;
+  forward_backward(loss_of, batch, 1.0, 2, params, [&](double v) { checked = v; });
+  EXPECT_NEAR(checked, whole, 1e-6);  // the check sees the whole batch's loss
+  EXPECT_THROW(forward_backward(loss_of, batch, 1.0, 2, params, [](double) { throw Error("stop"); }), Error);
+  at::set_num_threads(saved_threads);
 }
 
 TEST(Trainer, EarlyStoppingAfterPatienceEvaluations) {

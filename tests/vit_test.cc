@@ -3,6 +3,8 @@
 // (tests/py/hf_vit.py) in both directions (our export -> Python, HF checkpoint -> us).
 #include <gtest/gtest.h>
 
+#include "fixtures.h"
+#include "models/layers.h"
 #include "models/registry.h"
 #include "models/vit.h"
 #include "test_util.h"
@@ -25,6 +27,41 @@ models::ViTOptions tiny() {
   o.num_channels = 3;
   o.num_labels = 5;
   return o;
+}
+
+// The attention every model uses against the plain-ops reference, forward and all three
+// input gradients, with a padding mask and with the causal mask, on 1 and 2 threads (the
+// LibTorch 1.x CPU kernel gives each thread its own slice of the batch x head matrices).
+TEST(Attention, MatchesTheReferenceForwardAndBackwardOnEveryThreadCount) {
+  const int saved_threads = at::get_num_threads();
+  torch::manual_seed(7);
+  auto mask = torch::zeros({3, 1, 1, 6});
+  mask.index_put_({1, 0, 0, torch::indexing::Slice(4)}, -std::numeric_limits<float>::infinity());
+  struct Case { int64_t tq; torch::Tensor mask; bool causal; };
+  for (const auto& c : {Case{5, torch::Tensor(), false}, Case{5, mask, false}, Case{6, mask, true}}) {
+    auto q0 = torch::randn({3, 2, c.tq, 4}), k0 = torch::randn({3, 2, 6, 4}), v0 = torch::randn({3, 2, 6, 5});
+    auto go = torch::randn({3, 2, c.tq, 5});
+    auto run = [&](bool reference) {
+      auto q = q0.clone().requires_grad_(), k = k0.clone().requires_grad_(), v = v0.clone().requires_grad_();
+      auto out = reference ? models::attention_math(q, k, v, c.mask, 0.0, c.causal)
+                           : models::scaled_dot_product_attention(q, k, v, c.mask, 0.0, true, c.causal);
+      out.backward(go);
+      return std::vector<torch::Tensor>{out.detach(), q.grad(), k.grad(), v.grad()};
+    };
+    const auto ref = run(true);
+    for (int threads : {1, 2}) {
+      at::set_num_threads(threads);
+      const auto got = run(false);
+      const char* names[] = {"output", "dq", "dk", "dv"};
+      for (size_t i = 0; i < ref.size(); ++i) {
+        ASSERT_TRUE(got[i].defined()) << names[i];
+        EXPECT_TRUE(torch::allclose(got[i], ref[i], 1e-5, 1e-5))
+            << names[i] << " differs on " << threads << " threads (tq " << c.tq << ", causal " << c.causal
+            << "): max |diff| " << (got[i] - ref[i]).abs().max().item<double>();
+      }
+    }
+  }
+  at::set_num_threads(saved_threads);
 }
 
 TEST(ViT, ShapesAndBackward) {
@@ -115,6 +152,26 @@ TEST(ViT, ExportLoadsInHuggingFaceLayoutWithSameLogits) {
   torch::NoGradGuard g;
   auto ours = m->forward(x);
   EXPECT_TRUE(torch::allclose(ours, py, 1e-5, 1e-5)) << "max |diff| " << (ours - py).abs().max().item<double>();
+}
+
+TEST(ImageClassification, LabelSmoothingFactorSmoothsTheTrainingLoss) {
+  test::TempDir dir;
+  test::write_tiny_mnist(dir.path().string(), 64, 16);
+  auto config = resolve_config(
+      json::parse(test::tiny_vit_config(dir.path().string(), R"(, "label_smoothing_factor": 0.2)")), "tiny.json");
+  config["model"]["hidden_dropout_prob"] = 0.0;
+  auto task = make_task(config);
+  task->prepare_training("");
+  auto* ic = dynamic_cast<ImageClassificationTask*>(task.get());
+  ASSERT_NE(ic, nullptr);
+  const auto batch = task->make_train_batch({0, 1, 2, 3, 4, 5}, 1);
+  torch::NoGradGuard no_grad;
+  const double loss = task->loss(batch).item<double>();
+  auto logp = torch::log_softmax(ic->vit()->forward(batch.tensors[0]), -1);
+  const double nll = -logp.gather(1, batch.tensors[1].unsqueeze(1)).mean().item<double>();
+  const double uniform = -logp.mean().item<double>();  // cross-entropy against uniform targets
+  EXPECT_NEAR(loss, 0.8 * nll + 0.2 * uniform, 1e-5);
+  EXPECT_GT(std::abs(loss - nll), 1e-3);  // it did smooth
 }
 
 TEST(ViT, LoadsAHuggingFaceCheckpointWithSameLogits) {

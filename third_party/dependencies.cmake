@@ -29,6 +29,31 @@ else()
   set(ZOO_WITH_CUDA 0)
 endif()
 
+# at::parallel_for is a header template: with LibTorch's OpenMP backend it runs in parallel
+# only in translation units compiled with OpenMP, and serially (silently) elsewhere. zoo's
+# own parallel code (CPU attention, per-core batch slices) needs it, so compile with the
+# OpenMP that LibTorch uses. (The native and TBB backends need nothing.)
+set(ZOO_OPENMP OFF)
+foreach(_dir ${TORCH_INCLUDE_DIRS})
+  if(EXISTS "${_dir}/ATen/Config.h")
+    file(STRINGS "${_dir}/ATen/Config.h" _zoo_at_omp REGEX "define AT_PARALLEL_OPENMP 1")
+    if(_zoo_at_omp)
+      set(ZOO_OPENMP ON)
+    endif()
+    break()
+  endif()
+endforeach()
+if(ZOO_OPENMP)
+  find_package(OpenMP COMPONENTS CXX)
+  if(NOT OpenMP_CXX_FOUND)
+    message(WARNING "zoo: this LibTorch parallelises with OpenMP but the compiler has no OpenMP: "
+      "zoo's own parallel loops (CPU attention, per-core batch slices) will run on one core. "
+      "Debian: apt-get install libgomp1 (GCC) or libomp-dev (Clang).")
+    set(ZOO_OPENMP OFF)
+  endif()
+endif()
+message(STATUS "zoo: OpenMP for at::parallel_for: ${ZOO_OPENMP}")
+
 # --- nlohmann_json ------------------------------------------------------------
 find_package(nlohmann_json 3.9 QUIET)
 if(NOT nlohmann_json_FOUND)
@@ -118,6 +143,9 @@ target_link_libraries(zoo_deps INTERFACE ${TORCH_LIBRARIES} nlohmann_json::nlohm
   PkgConfig::SENTENCEPIECE ZLIB::ZLIB ICU::uc ICU::i18n Threads::Threads)
 target_include_directories(zoo_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS} ${STB_INCLUDE_DIR})
 target_compile_definitions(zoo_deps INTERFACE ZOO_WITH_CUDA=${ZOO_WITH_CUDA})
+if(ZOO_OPENMP)
+  target_link_libraries(zoo_deps INTERFACE OpenMP::OpenMP_CXX)
+endif()
 # Torch's exported targets carry their include dirs as non-SYSTEM; re-export as SYSTEM.
 get_target_property(_torch_inc torch INTERFACE_INCLUDE_DIRECTORIES)
 if(_torch_inc)

@@ -26,6 +26,12 @@ struct Batch {
     for (const auto& t : tensors) b.tensors.push_back(t.to(device, /*non_blocking=*/true));
     return b;
   }
+  /// Examples [start, start + length) of every tensor (all batch-first), same seed.
+  Batch narrow(int64_t start, int64_t length) const {
+    Batch b{{}, length, seed};
+    for (const auto& t : tensors) b.tensors.push_back(t.narrow(0, start, length));
+    return b;
+  }
 };
 
 using Metrics = std::map<std::string, double>;
@@ -51,6 +57,11 @@ class Task {
   virtual Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const = 0;
   /// Loss of one batch (already on the model's device), model in training mode.
   virtual torch::Tensor loss(const Batch& batch) = 0;
+  /// True when loss() may run on slices of a batch at the same time from several threads
+  /// and the batch's loss is the example-weighted mean of the slices' losses (every tensor
+  /// batch-first, no randomness in the forward pass, no state changed by loss()). The
+  /// trainer then gives each CPU core its own slice (see Trainer). Default: no.
+  virtual bool splittable() const { return false; }
 
   /// Metrics on a split ("valid" during training, "valid"/"test" from `zoo eval`), always
   /// including "loss". The model is put in eval mode and gradients are off.

@@ -11,6 +11,9 @@
 #include <torch/version.h>
 #include <ATen/autocast_mode.h>
 
+#include <ATen/Parallel.h>
+
+#include "models/layers.h"
 #include "train/checkpoint.h"
 #include "train/logging.h"
 
@@ -263,6 +266,68 @@ bool improved(double value, double best, bool greater) { return greater ? value 
 
 }  // namespace
 
+double forward_backward(const std::function<torch::Tensor(const Batch&)>& loss_of, const Batch& batch,
+                        double weight, int64_t shards, const std::vector<torch::Tensor>& params,
+                        const std::function<void(double)>& check) {
+  if (shards <= 1 || batch.size < 2 * shards) {
+    auto loss = loss_of(batch);
+    const double value = loss.item<double>();
+    if (check) check(value);
+    (loss * weight).backward();
+    return value;
+  }
+  const int64_t base = batch.size / shards, extra = batch.size % shards;
+  std::vector<Batch> parts;
+  for (int64_t i = 0, start = 0; i < shards; ++i) {
+    const int64_t n = base + (i < extra ? 1 : 0);
+    parts.push_back(batch.narrow(start, n));
+    start += n;
+  }
+  std::vector<double> values(parts.size());
+  std::vector<torch::autograd::variable_list> grads(parts.size());
+  const bool grad_mode = torch::GradMode::is_enabled();
+  {
+    models::ScopedSingleThreadedBlas blas;
+    // oneDNN's kernels (LibTorch's convolutions) wait for a full team of OpenMP threads and
+    // hang when called from inside a parallel region: use LibTorch's own kernels meanwhile.
+    const bool mkldnn = at::globalContext().userEnabledMkldnn();
+    at::globalContext().setUserEnabledMkldnn(false);
+    struct Restore {
+      bool on;
+      ~Restore() { at::globalContext().setUserEnabledMkldnn(on); }
+    } restore{mkldnn};
+    at::parallel_for(0, shards, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
+      torch::AutoGradMode enable(grad_mode);
+      for (int64_t i = begin; i < end; ++i) {
+        const double share = static_cast<double>(parts[i].size) / static_cast<double>(batch.size);
+        auto loss = loss_of(parts[i]);
+        values[i] = loss.item<double>() * share;
+        grads[i] = torch::autograd::grad({loss * (weight * share)}, params, {}, /*retain_graph=*/false,
+                                         /*create_graph=*/false, /*allow_unused=*/true);
+      }
+    });
+  }
+  double value = 0;
+  for (double v : values) value += v;
+  if (check) check(value);
+  torch::NoGradGuard no_grad;
+  for (size_t p = 0; p < params.size(); ++p) {
+    torch::Tensor sum;
+    for (const auto& g : grads) {
+      if (!g[p].defined()) continue;
+      sum = sum.defined() ? sum.add_(g[p]) : g[p].clone();  // own memory: grads may be views
+    }
+    if (!sum.defined()) continue;
+    auto& grad = const_cast<torch::Tensor&>(params[p]).mutable_grad();
+    grad = grad.defined() ? grad.add_(sum) : sum;
+  }
+  return value;
+}
+
+namespace {
+
+}  // namespace
+
 TrainResult train(Task& task, const TrainerArgs& args) {
   const TrainOptions o = read_options<TrainOptions>(args.config.at("train"), "train");
   check_precision(o.precision, args.device);
@@ -379,6 +444,9 @@ TrainResult train(Task& task, const TrainerArgs& args) {
   double window_loss = 0, window_examples = 0;
   int64_t window_steps = 0;
   const bool autocast = o.precision == "bf16";
+  // One batch slice per core on the CPU (see forward_backward).
+  const int64_t shards = device.is_cpu() && task.splittable() && !autocast ? at::get_num_threads() : 1;
+  const auto params = model->parameters();
 
   while (step < total_steps) {
     optimizer->zero_grad();
@@ -387,20 +455,19 @@ TrainResult train(Task& task, const TrainerArgs& args) {
     for (int64_t micro = 0; micro < o.gradient_accumulation_steps; ++micro) {
       auto item = stream.next();
       Batch batch = item.batch.to(device);
-      torch::Tensor loss;
-      {
-        AutocastGuard ac(autocast);
-        loss = task.loss(batch);
-      }
-      const double value = loss.item<double>();
-      if (!std::isfinite(value)) {
-        throw Error(cat("loss is ", value, " at step ", step + 1, " (micro-batch ", micro + 1, "); stopping. ",
-                        result.last_checkpoint.empty() && latest_checkpoint(args.output_dir).empty()
-                            ? std::string("No checkpoint was written yet.")
-                            : cat("The last good checkpoint is ", latest_checkpoint(args.output_dir), "."),
-                        " Try a lower train.learning_rate or train.max_grad_norm."));
-      }
-      (loss / static_cast<double>(o.gradient_accumulation_steps)).backward();
+      const double value = forward_backward(
+          [&](const Batch& b) {
+            AutocastGuard ac(autocast);  // the forward pass only, as PyTorch recommends
+            return task.loss(b);
+          },
+          batch, 1.0 / static_cast<double>(o.gradient_accumulation_steps), shards, params, [&](double v) {
+            if (std::isfinite(v)) return;
+            throw Error(cat("loss is ", v, " at step ", step + 1, " (micro-batch ", micro + 1, "); stopping. ",
+                            result.last_checkpoint.empty() && latest_checkpoint(args.output_dir).empty()
+                                ? std::string("No checkpoint was written yet.")
+                                : cat("The last good checkpoint is ", latest_checkpoint(args.output_dir), "."),
+                            " Try a lower train.learning_rate or train.max_grad_norm."));
+          });
       step_loss += value / o.gradient_accumulation_steps;
       step_examples += batch.size;
       // Position of the next batch to consume: what a checkpoint must record.

@@ -1,7 +1,9 @@
 // zoo_bench_vit: times ViT training steps (forward, cross-entropy, backward, AdamW step) on
 // random data, as tools/bench/vit_bench.py does for the Python reference. Prints JSON.
 //   zoo_bench_vit --hidden 128 --layers 4 --heads 4 --mlp 256 --image 28 --patch 4
-//                 --channels 1 --batch 128 --steps 30 --warmup 5 --threads 2
+//                 --channels 1 --batch 128 --steps 30 --warmup 5 --threads 2 [--shards N]
+// Like `zoo train`, the batch is cut into one slice per thread, each run on its own core
+// (zoo::forward_backward); --shards 1 times LibTorch's intra-op threading instead.
 #include <chrono>
 #include <iostream>
 
@@ -11,11 +13,12 @@
 
 #include "models/vit.h"
 #include "train/device.h"
+#include "train/trainer.h"
 
 int main(int argc, char** argv) {
   zoo::use_passive_openmp(argv);  // may re-execute with OMP_WAIT_POLICY=PASSIVE
   zoo::models::ViTOptions o;
-  int64_t batch = 128, steps = 30, warmup = 5, threads = 2;
+  int64_t batch = 128, steps = 30, warmup = 5, threads = 2, shards = 0;
   o.hidden_size = 128, o.num_hidden_layers = 4, o.num_attention_heads = 4, o.intermediate_size = 256;
   o.image_size = 28, o.patch_size = 4, o.num_channels = 1, o.num_labels = 10;
   CLI::App app{"ViT training-step benchmark"};
@@ -30,8 +33,10 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps);
   app.add_option("--warmup", warmup);
   app.add_option("--threads", threads);
+  app.add_option("--shards", shards, "batch slices run at once (default: one per thread, as zoo train)");
   CLI11_PARSE(app, argc, argv);
   zoo::configure_cpu_threads(static_cast<int>(threads));  // as the zoo binary does
+  if (shards <= 0) shards = torch::get_num_threads();
   torch::manual_seed(0);
   zoo::models::ViTForImageClassification model(o);
   model->train();
@@ -46,8 +51,9 @@ int main(int argc, char** argv) {
       profile = std::make_unique<torch::autograd::profiler::RecordProfile>(std::getenv("ZOO_BENCH_PROFILE"));
     const auto t0 = std::chrono::steady_clock::now();
     opt.zero_grad();
-    auto loss = torch::nn::functional::cross_entropy(model->forward(x), y);
-    loss.backward();
+    zoo::forward_backward(
+        [&](const zoo::Batch& b) { return torch::nn::functional::cross_entropy(model->forward(b.tensors[0]), b.tensors[1]); },
+        zoo::Batch{{x, y}, batch, 0}, 1.0, shards, model->parameters());
     opt.step();
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (i >= warmup) times.push_back(dt);
@@ -57,7 +63,7 @@ int main(int argc, char** argv) {
   std::sort(times.begin(), times.end());
   double mean = 0;
   for (double t : times) mean += t / times.size();
-  std::cout << "{\"impl\":\"zoo (C++)\",\"threads\":" << torch::get_num_threads() << ",\"batch\":" << batch
+  std::cout << "{\"impl\":\"zoo (C++)\",\"threads\":" << torch::get_num_threads() << ",\"shards\":" << shards << ",\"batch\":" << batch
             << ",\"median_step_ms\":" << 1000 * times[times.size() / 2] << ",\"mean_step_ms\":" << 1000 * mean << "}"
             << std::endl;
 }

@@ -30,6 +30,7 @@ ImageClassificationTask::ImageClassificationTask(const json& config) {
   data_ = read_options<ImageDataOptions>(config.value("data", json::object()), "data");
   data_.resolve(vit_options.num_channels);
   const auto train = read_options<TrainOptions>(config.value("train", json::object()), "train");
+  label_smoothing_ = train.label_smoothing_factor;
   torch::manual_seed(static_cast<uint64_t>(train.seed));  // reproducible init
   model_ = models::ViTForImageClassification(vit_options);
 }
@@ -93,7 +94,13 @@ Batch ImageClassificationTask::make_train_batch(const std::vector<int64_t>& indi
 
 torch::Tensor ImageClassificationTask::loss(const Batch& batch) {
   auto logits = model_->forward(batch.tensors[0]);  // (B, num_labels)
-  return torch::nn::functional::cross_entropy(logits, batch.tensors[1]);
+  return torch::nn::functional::cross_entropy(
+      logits, batch.tensors[1], torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing_));
+}
+
+bool ImageClassificationTask::splittable() const {
+  const auto& o = model_->options();
+  return o.hidden_dropout_prob == 0 && o.attention_probs_dropout_prob == 0;
 }
 
 Metrics ImageClassificationTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {

@@ -47,6 +47,8 @@ class ImageClassificationTask : public Task {
   int64_t num_train_examples() const override { return train_index_.size(0); }
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   torch::Tensor loss(const Batch& batch) override;
+  /// Yes unless the model uses dropout (its random draws would depend on thread timing).
+  bool splittable() const override;
   Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
   std::string default_best_metric() const override { return "accuracy"; }
 
@@ -62,6 +64,7 @@ class ImageClassificationTask : public Task {
 
   ImageDataOptions data_;
   models::ViTForImageClassification model_{nullptr};
+  double label_smoothing_ = 0;  // train.label_smoothing_factor; evaluation reports the plain loss
   std::unique_ptr<data::ImageSet> train_, test_;
   torch::Tensor train_index_, valid_index_;  // int64 indices into train_
 };

@@ -102,6 +102,7 @@ TranslationTask::TranslationTask(const json& config, const std::string& checkpoi
   config_["model"]["eos_id"] = eos_id_;
 
   const auto train = read_options<TrainOptions>(config.value("train", json::object()), "train");
+  label_smoothing_ = train.label_smoothing_factor;
   torch::manual_seed(static_cast<uint64_t>(train.seed));  // reproducible init
   model_ = models::Seq2Seq(model_options_);
   if (checkpoint_dir.empty()) encode_training_pairs();
@@ -268,7 +269,7 @@ torch::Tensor TranslationTask::loss(const Batch& batch) {
     logits = model_->forward(src, tgt_in);
   }
   return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}),
-                          F::CrossEntropyFuncOptions().ignore_index(model_options_.pad_id));
+                          F::CrossEntropyFuncOptions().ignore_index(model_options_.pad_id).label_smoothing(label_smoothing_));
 }
 
 // ---------------------------------------------------------------------------------------

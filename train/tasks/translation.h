@@ -159,6 +159,7 @@ class TranslationTask : public Task {
   TranslationDataOptions data_;
   models::Seq2SeqOptions model_options_;
   models::Seq2Seq model_{nullptr};
+  double label_smoothing_ = 0;  // train.label_smoothing_factor (training loss only)
   std::string checkpoint_dir_;
   data::Vocab source_vocab_, target_vocab_;
   int64_t bos_id_ = -1, eos_id_ = -1;
