@@ -32,12 +32,11 @@ namespace {
 // slice of the (batch x head) matrices, forward and backward, so every core runs its own
 // loop. Same arithmetic as attention_math (no dropout: that case stays on the math path).
 struct CpuAttention : torch::autograd::Function<CpuAttention> {
-  // Runs fn(begin, end) over [0, n) in one slice per thread. OpenBLAS (pthreads build) is
-  // made single-threaded meanwhile: its small GEMMs called from two threads at once with
-  // its own pool enabled ran no faster than one thread (measured 29 -> 23 ms per attention
-  // forward+backward, 16 ms with OpenBLAS single-threaded).
   // Runs fn(begin, end) over [0, n) in one slice per thread (inline when already inside a
-  // parallel region, e.g. the trainer's per-core shards).
+  // parallel region, e.g. the trainer's per-core batch slices). OpenBLAS (pthreads build)
+  // is single-threaded meanwhile: small GEMMs from two threads with its own pool enabled
+  // ran barely faster than one thread (measured 29 -> 23 ms per attention forward+backward
+  // of batch 128, 16-18 ms with OpenBLAS single-threaded).
   template <typename F>
   static void per_thread(int64_t n, const F& fn) {
     ScopedSingleThreadedBlas blas;
