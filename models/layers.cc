@@ -125,20 +125,28 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
 }
 
 namespace {
-using BlasGetThreads = int (*)();
-using BlasSetThreads = void (*)(int);
+// OpenBLAS's thread-count functions when LibTorch's BLAS is OpenBLAS; looked up once.
+struct OpenBlasThreads {
+  using Get = int (*)();
+  using Set = void (*)(int);
+  Get get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  Set set = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+};
+const OpenBlasThreads& openblas_threads() {
+  static const OpenBlasThreads fns;
+  return fns;
+}
 }  // namespace
 
 ScopedSingleThreadedBlas::ScopedSingleThreadedBlas() {
-  static const auto get = reinterpret_cast<BlasGetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  static const auto set = reinterpret_cast<BlasSetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  if (!get || !set || at::in_parallel_region()) return;  // inside a region: the outermost guard did it
-  saved_ = get();
-  if (saved_ > 1) set(1);
+  const auto& blas = openblas_threads();
+  if (!blas.get || !blas.set || at::in_parallel_region()) return;  // inside a region: the outermost guard did it
+  saved_ = blas.get();
+  if (saved_ > 1) blas.set(1);
 }
 
 ScopedSingleThreadedBlas::~ScopedSingleThreadedBlas() {
-  if (saved_ > 1) reinterpret_cast<BlasSetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))(saved_);
+  if (saved_ > 1) openblas_threads().set(saved_);
 }
 
 torch::Tensor split_heads(const torch::Tensor& x, int64_t heads) {
