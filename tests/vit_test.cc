@@ -64,6 +64,22 @@ TEST(Attention, MatchesTheReferenceForwardAndBackwardOnEveryThreadCount) {
   at::set_num_threads(saved_threads);
 }
 
+TEST(Activation, GeluMatchesLibTorchsGeluForwardAndBackward) {
+  // zoo's training-time GELU keeps Phi(x) for the backward pass; it must stay LibTorch's GELU.
+  auto x0 = torch::cat({torch::randn({4000}) * 3, torch::tensor({0.f, -8.f, 8.f, -30.f, 30.f})});
+  auto go = torch::randn_like(x0);
+  auto x = x0.clone().requires_grad_(), y = x0.clone().requires_grad_();
+  auto got = models::activation("gelu", x);
+  auto want = torch::gelu(y);
+  got.backward(go);
+  want.backward(go);
+  EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-6)) << "max |diff| " << (got - want).abs().max().item<double>();
+  EXPECT_TRUE(torch::allclose(x.grad(), y.grad(), 1e-6, 1e-6))
+      << "max |diff| " << (x.grad() - y.grad()).abs().max().item<double>();
+  torch::NoGradGuard no_grad;  // inference takes LibTorch's own kernel
+  EXPECT_TRUE(torch::equal(models::activation("gelu", x0), torch::gelu(x0)));
+}
+
 TEST(ViT, ShapesAndBackward) {
   torch::manual_seed(0);
   models::ViTForImageClassification m(tiny());
