@@ -124,19 +124,12 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
 #endif
 }
 
-namespace {
-// OpenBLAS's thread-count functions when LibTorch's BLAS is OpenBLAS; looked up once.
-struct OpenBlasThreads {
-  using Get = int (*)();
-  using Set = void (*)(int);
-  Get get = reinterpret_cast<Get>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  Set set = reinterpret_cast<Set>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-};
 const OpenBlasThreads& openblas_threads() {
-  static const OpenBlasThreads fns;
+  static const OpenBlasThreads fns{
+      reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")),
+      reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))};
   return fns;
 }
-}  // namespace
 
 ScopedSingleThreadedBlas::ScopedSingleThreadedBlas() {
   const auto& blas = openblas_threads();

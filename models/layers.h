@@ -18,6 +18,14 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
 torch::Tensor attention_math(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& mask, double p, bool causal);
 
+/// OpenBLAS's thread-count functions when LibTorch's BLAS is OpenBLAS (null otherwise),
+/// looked up once.
+struct OpenBlasThreads {
+  int (*get)() = nullptr;
+  void (*set)(int) = nullptr;
+};
+const OpenBlasThreads& openblas_threads();
+
 /// While alive, OpenBLAS (when LibTorch uses it) runs single-threaded: for code that gives
 /// each of LibTorch's threads its own matrix products. OpenBLAS's pool of threads fights
 /// them for the cores otherwise (measured: 2 threads no faster than one). Restores the

@@ -217,6 +217,60 @@ TEST(Trainer, PerCoreBatchSlicesGiveTheWholeBatchGradients) {
   at::set_num_threads(saved_threads);
 }
 
+TEST(Trainer, ThreadedAdamWIsLibTorchsAdamWBitForBit) {
+  const int saved_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  torch::manual_seed(5);
+  // Sizes unequal on purpose, so that the threads' shares are cut inside the list.
+  const std::vector<torch::Tensor> init{torch::randn({40, 30}), torch::randn({30}), torch::randn({7, 5, 3}),
+                                        torch::randn({200}), torch::randn({3})};
+  std::vector<std::vector<torch::Tensor>> grads;
+  for (int s = 0; s < 4; ++s) {
+    grads.emplace_back();
+    for (const auto& t : init) grads.back().push_back(torch::randn_like(t));
+  }
+  test::TempDir dir;
+  const auto file = (dir.path() / "optimizer.pt").string();
+  // `threaded_steps` steps with ThreadedAdamW, then its optimizer.pt loaded into LibTorch's
+  // AdamW for the rest: the state must carry over under LibTorch's own keys.
+  auto run = [&](size_t threaded_steps) {
+    std::vector<torch::Tensor> params;
+    for (const auto& t : init) params.push_back(t.clone().requires_grad_());
+    auto make = [&](bool threaded) -> std::unique_ptr<torch::optim::Optimizer> {
+      std::vector<torch::optim::OptimizerParamGroup> groups;
+      auto base = torch::optim::AdamWOptions(0.01).betas({0.8, 0.95}).eps(1e-6);
+      groups.emplace_back(std::vector<torch::Tensor>{params[0], params[2], params[3]},
+                          std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(base).weight_decay(0.1)));
+      groups.emplace_back(std::vector<torch::Tensor>{params[1], params[4]},
+                          std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(base).weight_decay(0)));
+      if (threaded) return std::make_unique<ThreadedAdamW>(std::move(groups), base);
+      return std::make_unique<torch::optim::AdamW>(std::move(groups), base);
+    };
+    auto opt = make(threaded_steps > 0);
+    for (size_t s = 0; s < grads.size(); ++s) {
+      if (s == threaded_steps && s > 0) {
+        torch::save(*opt, file);
+        opt = make(false);
+        torch::load(*opt, file);
+      }
+      for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[s][i].clone();
+      params[4].mutable_grad() = torch::Tensor();  // a parameter without a gradient is left alone
+      opt->step();
+    }
+    return params;
+  };
+  const auto want = run(0);
+  EXPECT_TRUE(torch::equal(want[4], init[4]));
+  EXPECT_FALSE(torch::equal(want[0], init[0]));
+  for (size_t threaded_steps : {size_t{4}, size_t{2}}) {
+    const auto got = run(threaded_steps);
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(torch::equal(got[i], want[i])) << threaded_steps << " threaded steps, parameter " << i
+                                                 << ": max |diff| " << (got[i] - want[i]).abs().max().item<double>();
+  }
+  at::set_num_threads(saved_threads);
+}
+
 TEST(Trainer, EarlyStoppingAfterPatienceEvaluations) {
   test::TempDir dir;
   LinearTask task;

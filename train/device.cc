@@ -1,6 +1,5 @@
 #include "train/device.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -17,6 +16,7 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
+#include "models/layers.h"
 #include "train/error.h"
 
 #if ZOO_WITH_CUDA
@@ -73,9 +73,7 @@ void configure_cpu_threads(int threads) {
   if (threads <= 0 && !std::getenv("OMP_NUM_THREADS")) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads > 0) at::set_num_threads(threads);
   if (at::get_num_threads() > 1 && !std::getenv("OPENBLAS_NUM_THREADS")) {
-    using SetThreads = void (*)(int);
-    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
-      fn(passive_openmp() ? at::get_num_threads() : 1);
+    if (auto set = models::openblas_threads().set) set(passive_openmp() ? at::get_num_threads() : 1);
   }
 }
 
@@ -131,9 +129,7 @@ std::string describe_devices() {
      << at::get_num_interop_threads() << " inter-op\n";
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   os << "cpu threading: OpenMP wait policy " << (policy ? policy : "unset (active)");
-  using GetThreads = int (*)();
-  if (auto fn = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")))
-    os << ", OpenBLAS " << fn() << " threads";
+  if (auto get = models::openblas_threads().get) os << ", OpenBLAS " << get() << " threads";
   os << "\n";
   os << "built with CUDA: " << (at::hasCUDA() ? "yes" : "no") << "\n";
   const int64_t n = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;

@@ -6,7 +6,9 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <sstream>
 #include <thread>
+#include <type_traits>
 
 #include <torch/version.h>
 #include <ATen/autocast_mode.h>
@@ -174,7 +176,7 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model
     if (o.optim == "adamw") {
       add(decay, torch::optim::AdamWOptions(base).weight_decay(o.weight_decay));
       add(no_decay, torch::optim::AdamWOptions(base).weight_decay(0.0));
-      return std::make_unique<torch::optim::AdamW>(groups, base);
+      return std::make_unique<ThreadedAdamW>(groups, base);
     }
     auto adam = torch::optim::AdamOptions(o.learning_rate).betas({o.adam_beta1, o.adam_beta2}).eps(o.adam_epsilon);
     add(decay, torch::optim::AdamOptions(adam).weight_decay(o.weight_decay));
@@ -265,6 +267,98 @@ void check_precision(const std::string& precision, const torch::Device& device) 
 bool improved(double value, double best, bool greater) { return greater ? value > best : value < best; }
 
 }  // namespace
+
+namespace {
+// The key under which LibTorch's optimizers keep a parameter's state: its TensorImpl's
+// address, printed (LibTorch 1.x) or as a pointer (newer LibTorch).
+template <class Key>
+Key optimizer_state_key(const torch::Tensor& p) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream os;
+    os << p.unsafeGetTensorImpl();
+    return os.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+}  // namespace
+
+torch::Tensor ThreadedAdamW::step(LossClosure closure) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss;
+  if (closure) {
+    torch::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  struct Work {
+    torch::Tensor param;
+    torch::optim::AdamWParamState* state;
+    const torch::optim::AdamWOptions* options;
+  };
+  std::vector<Work> work;
+  int64_t total = 0;
+  for (auto& group : param_groups_) {
+    const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      TORCH_CHECK(!p.grad().is_sparse(), "AdamW does not support sparse gradients");
+      auto& slot = state_[optimizer_state_key<std::decay_t<decltype(state_)>::key_type>(p)];
+      if (!slot) {  // created here, before the threads start, exactly as AdamW::step does
+        auto state = std::make_unique<torch::optim::AdamWParamState>();
+        state->step(0);
+        state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        if (options.amsgrad()) state->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        slot = std::move(state);
+      }
+      work.push_back({p, static_cast<torch::optim::AdamWParamState*>(slot.get()), &options});
+      total += p.numel();
+    }
+  }
+  auto update = [](const Work& w) {
+    auto& p = const_cast<torch::Tensor&>(w.param);
+    const auto& grad = p.grad();
+    const auto& o = *w.options;
+    auto& s = *w.state;
+    if (o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
+    s.step(s.step() + 1);
+    const auto [beta1, beta2] = o.betas();
+    const double bias_correction1 = 1 - std::pow(beta1, s.step());
+    const double bias_correction2 = 1 - std::pow(beta2, s.step());
+    s.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
+    s.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+    torch::Tensor denom;
+    if (o.amsgrad()) {
+      torch::max_out(s.max_exp_avg_sq(), s.exp_avg_sq(), s.max_exp_avg_sq());
+      denom = (s.max_exp_avg_sq().sqrt() / std::sqrt(bias_correction2)).add_(o.eps());
+    } else {
+      denom = (s.exp_avg_sq().sqrt() / std::sqrt(bias_correction2)).add_(o.eps());
+    }
+    p.addcdiv_(s.exp_avg(), denom, -o.lr() / bias_correction1);
+  };
+  if (work.empty()) return loss;
+  const int64_t threads = at::get_num_threads();
+  if (threads <= 1 || !work.front().param.device().is_cpu() || at::in_parallel_region()) {
+    for (const auto& w : work) update(w);
+    return loss;
+  }
+  // Cut the list where the running size passes each thread's share; each thread's
+  // operations then run single-threaded (nested parallelism is serial in ATen).
+  std::vector<size_t> cut{0};
+  int64_t running = 0;
+  for (size_t i = 0; i < work.size(); ++i) {
+    running += work[i].param.numel();
+    if (running * threads >= total * static_cast<int64_t>(cut.size()) && cut.size() < static_cast<size_t>(threads))
+      cut.push_back(i + 1);
+  }
+  cut.push_back(work.size());
+  at::parallel_for(0, static_cast<int64_t>(cut.size()) - 1, 1, [&](int64_t begin, int64_t end) {
+    torch::NoGradGuard no_grad_here;  // grad mode is per thread
+    for (int64_t t = begin; t < end; ++t)
+      for (size_t i = cut[t]; i < cut[t + 1]; ++i) update(work[i]);
+  });
+  return loss;
+}
 
 double forward_backward(const std::function<torch::Tensor(const Batch&)>& loss_of, const Batch& batch,
                         double weight, int64_t shards, const std::vector<torch::Tensor>& params,
