@@ -17,17 +17,7 @@ NAME=seq2seq_bench.sh ROUNDS=3 BIN=zoo_bench_seq2seq
 source "$(dirname "$0")/common.sh"
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 
-cpp=(); py=(); py1=()
-for r in $(seq "$ROUNDS"); do
-  c=$("$BUILD/zoo_bench_seq2seq" --mode train "${ARGS[@]}" | field median_step_ms)
-  p=$("$PY" tools/bench/seq2seq_bench.py --mode train "${ARGS[@]}" | field median_step_ms)
-  p1=$(OPENBLAS_NUM_THREADS=1 "$PY" tools/bench/seq2seq_bench.py --mode train "${ARGS[@]}" | field median_step_ms)
-  echo "train round $r: zoo ${c} ms  python ${p} ms  python(OPENBLAS_NUM_THREADS=1) ${p1} ms"
-  cpp+=("$c"); py+=("$p"); py1+=("$p1")
-done
-mc=$(median "${cpp[@]}"); mp=$(median "${py[@]}"); mp1=$(median "${py1[@]}")
-echo "median training step: zoo ${mc} ms, python ${mp} ms, python(OPENBLAS_NUM_THREADS=1) ${mp1} ms"
-awk -v c="$mc" -v p="$mp" -v p1="$mp1" 'BEGIN {printf "ratio zoo/python: %.3f (default python), %.3f (python with OPENBLAS_NUM_THREADS=1)\n", c/p, c/p1}'
+step_rounds training tools/bench/seq2seq_bench.py --mode train
 
 c=$("$BUILD/zoo_bench_seq2seq" --mode beam --save "$TMP/beam.safetensors" "${ARGS[@]}")
 p=$(OPENBLAS_NUM_THREADS=1 "$PY" tools/bench/seq2seq_bench.py --mode beam --load "$TMP/beam.safetensors" "${ARGS[@]}")

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Python side of the ViT step benchmark: the same architecture (tests/py/hf_vit.py, Hugging
-Face's ViT in plain PyTorch), the same step (forward, cross-entropy, backward, AdamW), the
-same random data shapes, threads and batch as tools/bench/zoo_bench_vit. Prints JSON."""
+Face's ViT in plain PyTorch), the same step as the recipes (forward, cross-entropy, backward,
+clipping to norm 1, AdamW), the same random data shapes, threads and batch as
+tools/bench/zoo_bench_vit. Prints JSON."""
 import argparse
 import json
 import os
@@ -17,12 +18,13 @@ p = argparse.ArgumentParser()
 for name, default in [("hidden", 128), ("layers", 4), ("heads", 4), ("mlp", 256), ("image", 28), ("patch", 4),
                       ("channels", 1), ("batch", 128), ("steps", 30), ("warmup", 5), ("threads", 2)]:
     p.add_argument("--" + name, type=int, default=default)
+p.add_argument("--act", default="gelu", help="feed-forward activation (hidden_act)")
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
 cfg = hf_vit.Config({"hidden_size": a.hidden, "num_hidden_layers": a.layers, "num_attention_heads": a.heads,
                      "intermediate_size": a.mlp, "image_size": a.image, "patch_size": a.patch,
-                     "num_channels": a.channels, "num_labels": 10})
+                     "num_channels": a.channels, "num_labels": 10, "hidden_act": a.act})
 model = hf_vit.ViTForImageClassification(cfg).train()
 opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
 x = torch.randn(a.batch, a.channels, a.image, a.image)
@@ -33,6 +35,7 @@ for i in range(a.warmup + a.steps):
     opt.zero_grad()
     loss = torch.nn.functional.cross_entropy(model(x), y)
     loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
     if i >= a.warmup:
         times.append(time.perf_counter() - t0)
