@@ -1,6 +1,7 @@
 #include "models/layers.h"
 
 #include <cmath>
+#include <limits>
 
 #include <dlfcn.h>
 
@@ -114,6 +115,14 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
                                            double dropout_p, bool training, bool causal) {
   const double p = training ? dropout_p : 0.0;
 #if TORCH_VERSION_MAJOR >= 2
+  if (causal && mask.defined()) {
+    // LibTorch's fused attention takes a mask or is_causal, not both: fold the causal part
+    // (top-left aligned, as is_causal) into the additive mask.
+    auto future = torch::ones({q.size(-2), k.size(-2)}, q.options().dtype(torch::kBool)).triu(1);
+    auto causal_mask = torch::zeros({q.size(-2), k.size(-2)}, mask.options())
+                           .masked_fill(future, -std::numeric_limits<double>::infinity());
+    return at::scaled_dot_product_attention(q, k, v, mask + causal_mask, p, false);
+  }
   return at::scaled_dot_product_attention(q, k, v, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt,
                                           p, causal);
 #else

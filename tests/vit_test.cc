@@ -73,8 +73,9 @@ TEST(Activation, GeluMatchesLibTorchsGeluForwardAndBackward) {
   auto want = torch::gelu(y);
   got.backward(go);
   want.backward(go);
-  EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-6)) << "max |diff| " << (got - want).abs().max().item<double>();
-  EXPECT_TRUE(torch::allclose(x.grad(), y.grad(), 1e-6, 1e-6))
+  // A few float32 ulps: LibTorch 2.x's vectorised erf differs from std::erf by that much.
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 5e-6)) << "max |diff| " << (got - want).abs().max().item<double>();
+  EXPECT_TRUE(torch::allclose(x.grad(), y.grad(), 1e-5, 5e-6))
       << "max |diff| " << (x.grad() - y.grad()).abs().max().item<double>();
   torch::NoGradGuard no_grad;  // inference takes LibTorch's own kernel
   EXPECT_TRUE(torch::equal(models::activation("gelu", x0), torch::gelu(x0)));
