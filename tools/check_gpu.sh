@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Checks that need a CUDA machine or the Python ecosystem (transformers, TensorBoard), none of
+# which the Debian development VM has. Builds zoo against the PyTorch of `python3` (pip's
+# torch: LibTorch 2.x with CUDA), then runs, each logged under OUT_DIR:
+#   build.log      configure + build (-Wall -Wextra) against that LibTorch
+#   devices.txt    zoo devices
+#   ctest.log      the whole test suite (CPU tests plus the CUDA-only ones)
+#   train_*.log    Fashion-MNIST ViT on cuda, fp32 and train.precision=bf16, then zoo eval
+#   tensorboard.txt  the fp32 run's event file read by TensorBoard's own EventAccumulator
+#   interop.txt    zoo export -> transformers.from_pretrained, and transformers
+#                  save_pretrained -> zoo classify: same labels and probabilities per image
+#
+#   tools/check_gpu.sh [--deps PREFIX] [--data DIR] [--out OUT_DIR] [--steps N] [--skip-tests]
+#
+# --deps PREFIX: a prefix with the build dependencies unpacked (for a machine without apt:
+# `dpkg -x` of Debian's libsentencepiece-dev, libsentencepiece0, libprotobuf-lite32,
+# nlohmann-json3-dev, libcli11-dev, libgtest-dev, libstb-dev, libicu-dev, libicu72,
+# zlib1g-dev). --data: the Fashion-MNIST IDX folder (default: Debian's).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+DEPS="" DATA=/usr/share/datasets/fashion-mnist OUT_DIR=gpu-check STEPS=600 TESTS=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --deps) DEPS=$(realpath "$2"); shift 2 ;;
+    --data) DATA=$(realpath "$2"); shift 2 ;;
+    --out) OUT_DIR=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --skip-tests) TESTS=0; shift ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "check_gpu.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$OUT_DIR"
+OUT_DIR=$(realpath "$OUT_DIR")
+PY=$(command -v python3)
+TORCH_PREFIX=$("$PY" -c 'import torch;print(torch.utils.cmake_prefix_path)') || {
+  echo "check_gpu.sh: python3 has no torch" >&2; exit 1; }
+PREFIX_PATH="$TORCH_PREFIX"
+if [ -n "$DEPS" ]; then
+  PREFIX_PATH="$TORCH_PREFIX;$DEPS/usr"
+  # Debian's .pc files say prefix=/usr; point them at the unpacked copy.
+  for pc in "$DEPS"/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc "$DEPS"/usr/share/pkgconfig/*.pc; do
+    [ -f "$pc" ] && sed -i "s|^prefix=/usr\$|prefix=$DEPS/usr|" "$pc"
+  done
+  export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+BUILD=build-gpu
+status=0
+step() { echo "== $*"; }
+
+step "build against $TORCH_PREFIX"
+{ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIX_PATH" \
+    -DZOO_PYTHON="$PY" && cmake --build "$BUILD" -- -k 0; } >"$OUT_DIR/build.log" 2>&1 || {
+  echo "build failed: $OUT_DIR/build.log"; tail -40 "$OUT_DIR/build.log"; exit 1; }
+echo "compiler warnings from zoo's code: $(grep -c 'warning:' "$OUT_DIR/build.log")"
+ZOO="$BUILD/zoo"
+"$ZOO" devices | tee "$OUT_DIR/devices.txt"
+
+if [ "$TESTS" = 1 ]; then
+  step "ctest"
+  (cd "$BUILD" && ctest -j "$(nproc)" --output-on-failure --timeout 600) >"$OUT_DIR/ctest.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run|\*\*\*Skipped" "$OUT_DIR/ctest.log"
+fi
+
+RUNS=$(mktemp -d)
+for precision in fp32 bf16; do
+  step "train ViT on cuda, precision $precision, $STEPS steps"
+  start=$(date +%s)
+  "$ZOO" train --config tools/recipes/vit_fashion_mnist.json --device cuda --output-dir "$RUNS/$precision" \
+    --set data.path="$DATA" --set train.max_steps="$STEPS" --set train.eval_steps="$STEPS" \
+    --set train.save_steps="$STEPS" --set train.precision=$precision >"$OUT_DIR/train_$precision.log" 2>&1 || status=1
+  echo "train wall seconds: $(( $(date +%s) - start ))"
+  tail -3 "$OUT_DIR/train_$precision.log"
+  "$ZOO" eval --checkpoint "$RUNS/$precision/checkpoint-$STEPS" --split test --device cuda \
+    | tee -a "$OUT_DIR/train_$precision.log" || status=1
+done
+
+step "TensorBoard's reader on the fp32 run"
+"$PY" - "$RUNS/fp32" >"$OUT_DIR/tensorboard.txt" 2>&1 <<'EOF' || status=1
+import sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1]); acc.Reload()
+tags = acc.Tags()["scalars"]
+assert tags, "no scalars"
+for t in tags:
+    s = acc.Scalars(t)
+    print(f"{t}: {len(s)} points, first step {s[0].step} value {s[0].value:.5g}, last step {s[-1].step} value {s[-1].value:.5g}")
+EOF
+cat "$OUT_DIR/tensorboard.txt"
+
+step "zoo export -> transformers, transformers -> zoo classify"
+export ZOO PY RUNS DATA STEPS
+bash -euo pipefail >"$OUT_DIR/interop.txt" 2>&1 <<'SCRIPT' || status=1
+  I="$RUNS/images"; mkdir -p "$I"
+  "$PY" - "$DATA" "$I" <<'EOF'
+import gzip, sys, numpy as np
+from PIL import Image
+raw = gzip.open(sys.argv[1] + "/t10k-images-idx3-ubyte.gz").read()
+imgs = np.frombuffer(raw, np.uint8, offset=16).reshape(-1, 28, 28)
+for i in range(16):
+    Image.fromarray(imgs[i * 37]).save(f"{sys.argv[2]}/test{i}.png")
+EOF
+  "$ZOO" export --checkpoint "$RUNS/fp32/checkpoint-$STEPS" --out "$RUNS/export"
+  "$ZOO" classify --device cpu --checkpoint "$RUNS/fp32/checkpoint-$STEPS" "$I"/test*.png >"$RUNS/zoo.tsv"
+  "$PY" tests/py/transformers_check.py classify "$RUNS/export" "$I"/test*.png >"$RUNS/hf.tsv"
+  echo "zoo export loaded by transformers $("$PY" -c 'import transformers;print(transformers.__version__)'):"
+  "$PY" tests/py/transformers_check.py compare "$RUNS/zoo.tsv" "$RUNS/hf.tsv"
+  paste "$RUNS/zoo.tsv" "$RUNS/hf.tsv" | head -4
+  "$PY" tests/py/transformers_check.py make "$RUNS/hf" "$RUNS/hfimg"
+  "$ZOO" classify --device cuda --checkpoint "$RUNS/hf" "$RUNS/hfimg"/*.png >"$RUNS/zoo2.tsv"
+  "$PY" tests/py/transformers_check.py classify "$RUNS/hf" "$RUNS/hfimg"/*.png >"$RUNS/hf2.tsv"
+  echo "transformers save_pretrained loaded by zoo (classify on cuda):"
+  "$PY" tests/py/transformers_check.py compare "$RUNS/zoo2.tsv" "$RUNS/hf2.tsv"
+SCRIPT
+cat "$OUT_DIR/interop.txt"
+echo "check_gpu.sh: $([ $status = 0 ] && echo all checks passed || echo SOME CHECKS FAILED) (logs in $OUT_DIR)"
+exit $status
