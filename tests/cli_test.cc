@@ -75,12 +75,16 @@ TEST(Cli, DevicesShowsThePassiveOpenMpPolicyUnlessTheUserSetsOne) {
   EXPECT_NE(r.output.find("OpenMP wait policy PASSIVE"), std::string::npos) << r.output;
   // The OpenBLAS lines appear where LibTorch uses OpenBLAS (Debian's); pip's uses MKL.
   const bool openblas = models::openblas_threads().get != nullptr;
-  if (openblas) EXPECT_NE(r.output.find("OpenBLAS 2 threads"), std::string::npos) << r.output;
+  if (openblas) {
+    EXPECT_NE(r.output.find("OpenBLAS 2 threads"), std::string::npos) << r.output;
+  }
   auto a = test::run("env -u OPENBLAS_NUM_THREADS OMP_WAIT_POLICY=active OMP_NUM_THREADS=2 " +
                      std::string(ZOO_BINARY) + " devices");
   ASSERT_EQ(a.exit_code, 0) << a.output;
   EXPECT_NE(a.output.find("OpenMP wait policy active"), std::string::npos) << a.output;
-  if (openblas) EXPECT_NE(a.output.find("OpenBLAS 1 threads"), std::string::npos) << a.output;
+  if (openblas) {
+    EXPECT_NE(a.output.find("OpenBLAS 1 threads"), std::string::npos) << a.output;
+  }
 }
 
 void write_pgm(const std::string& path, int size, int band, int classes) {
