@@ -27,11 +27,48 @@ torch::Tensor attention_math(const torch::Tensor& q, const torch::Tensor& k, con
 namespace {
 
 #if TORCH_VERSION_MAJOR < 2
+// Fortran BLAS sgemm (column-major), which LibTorch's CPU build links: looked up once,
+// null when LibTorch was built without a BLAS library.
+using SgemmFn = void (*)(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
+                         const int*, const float*, const int*, const float*, float*, const int*);
+SgemmFn blas_sgemm() {
+  static const auto fn = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "sgemm_"));
+  return fn;
+}
+
+// c[i] = alpha * op(a[i]) op(b[i]) over contiguous row-major fp32 CPU tensors (N, ., .), with
+// op the transpose where `ta`/`tb`. LibTorch 1.13's bmm takes a tensor view and a dispatched mm
+// per matrix: for attention's small matrices that was ~1 us of 1.5 per (17 x 32) product;
+// here each matrix is one BLAS call on raw pointers. Falls back to bmm without a BLAS.
+void batched_matmul(const torch::Tensor& a, bool ta, const torch::Tensor& b, bool tb, torch::Tensor& c,
+                    double alpha = 1.0) {
+  const auto sgemm = blas_sgemm();
+  const int64_t n_mat = c.size(0), rows = c.size(1), cols = c.size(2), inner = ta ? a.size(1) : a.size(2);
+  const int64_t int_max = std::numeric_limits<int>::max();
+  const bool fits = rows < int_max && cols < int_max && inner < int_max && a.size(2) < int_max;
+  if (!sgemm || c.scalar_type() != torch::kFloat || a.scalar_type() != torch::kFloat ||
+      b.scalar_type() != torch::kFloat || !a.is_contiguous() || !b.is_contiguous() || !c.is_contiguous() || !fits) {
+    at::bmm_out(c, ta ? a.transpose(1, 2) : a, tb ? b.transpose(1, 2) : b);
+    if (alpha != 1.0) c.mul_(alpha);
+    return;
+  }
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B first.
+  const int m = static_cast<int>(rows), n = static_cast<int>(cols), k = static_cast<int>(inner);
+  const int ldb = tb ? k : n, lda = ta ? m : k;
+  const char opb = tb ? 'T' : 'N', opa = ta ? 'T' : 'N';
+  const float al = static_cast<float>(alpha), zero = 0.0f;
+  const float *pa = a.data_ptr<float>(), *pb = b.data_ptr<float>();
+  float* pc = c.data_ptr<float>();
+  const int64_t sa = a.size(1) * a.size(2), sb = b.size(1) * b.size(2), sc = rows * cols;
+  for (int64_t i = 0; i < n_mat; ++i) sgemm(&opb, &opa, &n, &m, &k, &al, pb + i * sb, &ldb, pa + i * sa, &lda, &zero, pc + i * sc, &n);
+}
+
 // Attention on the CPU with LibTorch 1.x, whose batched matrix product is a serial loop of
 // one small GEMM per (batch x head): with 50-token ViT attention that loop was most of a
 // training step and a second core did nothing for it. Here each thread takes one contiguous
 // slice of the (batch x head) matrices, forward and backward, so every core runs its own
-// loop. Same arithmetic as attention_math (no dropout: that case stays on the math path).
+// loop. The arithmetic of attention_math (no dropout: that case stays on the math path),
+// up to rounding: the 1/sqrt(d) scale is applied inside the matrix product.
 struct CpuAttention : torch::autograd::Function<CpuAttention> {
   // Runs fn(begin, end) over [0, n) in one slice per thread (inline when already inside a
   // parallel region, e.g. the trainer's per-core batch slices). OpenBLAS (pthreads build)
@@ -69,14 +106,12 @@ struct CpuAttention : torch::autograd::Function<CpuAttention> {
     auto out = torch::empty({n, tq, dv}, q.options());
     per_thread(n, [&](int64_t b, int64_t e) {
       auto s = probs.slice(0, b, e);
-      // (baddbmm with beta 0 would be one pass less, but LibTorch 1.13's small-matrix path
-      // multiplies the uninitialised output by 0: NaN stays NaN.)
-      at::bmm_out(s, q3.slice(0, b, e) * scale, k3.slice(0, b, e).transpose(1, 2));
+      batched_matmul(q3.slice(0, b, e), false, k3.slice(0, b, e), true, s, scale);
       if (causal) s.masked_fill_(keep.logical_not(), -std::numeric_limits<double>::infinity());
       if (m3.defined()) s.add_(m3.slice(0, b, e));
       s.copy_(at::softmax(s, -1));
       auto o = out.slice(0, b, e);
-      at::bmm_out(o, s, v3.slice(0, b, e));
+      batched_matmul(s, false, v3.slice(0, b, e), false, o);
     });
     ctx->save_for_backward({q3, k3, v3, probs});
     ctx->saved_data["scale"] = scale;
@@ -96,11 +131,12 @@ struct CpuAttention : torch::autograd::Function<CpuAttention> {
     per_thread(q3.size(0), [&](int64_t b, int64_t e) {
       auto p = probs.slice(0, b, e), g = go.slice(0, b, e);
       auto gvs = gv.slice(0, b, e), gqs = gq.slice(0, b, e), gks = gk.slice(0, b, e);
-      at::bmm_out(gvs, p.transpose(1, 2), g);
-      auto gp = at::bmm(g, v3.slice(0, b, e).transpose(1, 2));          // dL/dprobs
+      batched_matmul(p, true, g, false, gvs);
+      auto gp = torch::empty_like(p);
+      batched_matmul(g, false, v3.slice(0, b, e), true, gp);               // dL/dprobs
       gp.sub_((gp * p).sum(-1, /*keepdim=*/true)).mul_(p);                  // dL/dscores (softmax)
-      at::bmm_out(gqs, gp, k3.slice(0, b, e)).mul_(scale);
-      at::bmm_out(gks, gp.transpose(1, 2), q3.slice(0, b, e)).mul_(scale);
+      batched_matmul(gp, false, k3.slice(0, b, e), false, gqs, scale);
+      batched_matmul(gp, true, q3.slice(0, b, e), false, gks, scale);
     });
     return {gq.view(ctx->saved_data["q_shape"].toIntVector()), gk.view(ctx->saved_data["k_shape"].toIntVector()),
             gv.view(ctx->saved_data["v_shape"].toIntVector()), torch::Tensor(), torch::Tensor()};
@@ -127,8 +163,13 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
                                           p, causal);
 #else
   // The mask gets no gradient there: a learned mask (e.g. a position bias) takes the math path.
-  if (p == 0 && q.device().is_cpu() && !(mask.defined() && mask.requires_grad()))
-    return CpuAttention::apply(q, k, v, mask.defined() ? c10::optional<torch::Tensor>(mask) : c10::nullopt, causal);
+  if (p == 0 && q.device().is_cpu() && !(mask.defined() && mask.requires_grad())) {
+    // Under bf16 autocast q/k/v arrive in bf16: scores, softmax and the weighted sum run in
+    // fp32 (autocast's own choice for softmax), the casts keep the gradients flowing.
+    auto f = [](const torch::Tensor& t) { return t.scalar_type() == torch::kFloat ? t : t.to(torch::kFloat); };
+    return CpuAttention::apply(f(q), f(k), f(v), mask.defined() ? c10::optional<torch::Tensor>(f(mask)) : c10::nullopt,
+                               causal);
+  }
   return attention_math(q, k, v, mask, p, causal);
 #endif
 }
