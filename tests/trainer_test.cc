@@ -6,6 +6,7 @@
 #include "fixtures.h"
 #include "models/vit.h"
 #include "train/checkpoint.h"
+#include "train/device.h"
 #include "train/safetensors.h"
 #include "train/task.h"
 #include "train/trainer.h"
@@ -214,6 +215,72 @@ TEST(Trainer, PerCoreBatchSlicesGiveTheWholeBatchGradients) {
   forward_backward(loss_of, batch, 1.0, 2, params, [&](double v) { checked = v; });
   EXPECT_NEAR(checked, whole, 1e-6);  // the check sees the whole batch's loss
   EXPECT_THROW(forward_backward(loss_of, batch, 1.0, 2, params, [](double) { throw Error("stop"); }), Error);
+  at::set_num_threads(saved_threads);
+}
+
+// train.precision=bf16 on the CPU: refused with the reason where the CPU has no native
+// bf16; elsewhere the forward pass runs in bf16 (the loss differs from fp32's, by little),
+// per-core slices give the whole batch's gradients, and a run trains and resumes exactly.
+TEST(Trainer, Bf16AutocastOnTheCpu) {
+  const torch::Device cpu(torch::kCPU);
+  EXPECT_EQ(resolve_precision("auto", cpu), cpu_bf16_support().empty() ? "fp32" : "bf16");
+  EXPECT_EQ(resolve_precision("fp32", cpu), "fp32");
+  if (cpu_bf16_support().empty()) {
+    try {
+      check_precision("bf16", cpu);
+      ADD_FAILURE() << "bf16 accepted on a CPU without native bf16";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("AVX512-BF16 or AMX"), std::string::npos) << e.what();
+    }
+    return;
+  }
+  EXPECT_NO_THROW(check_precision("bf16", cpu));
+  const int saved_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  torch::manual_seed(5);
+  models::ViTOptions o;
+  o.hidden_size = 32, o.num_hidden_layers = 2, o.num_attention_heads = 2, o.intermediate_size = 64;
+  o.image_size = 8, o.patch_size = 2, o.num_channels = 1, o.num_labels = 3;
+  models::ViTForImageClassification model(o);
+  const auto params = model->parameters();
+  const Batch batch{{torch::randn({16, 1, 8, 8}), torch::randint(0, 3, {16}, torch::kLong)}, 16, 0};
+  auto grads_for = [&](bool bf16, int64_t shards, double* loss) {
+    auto loss_of = [&](const Batch& b) {
+      AutocastGuard autocast(bf16, cpu);
+      auto logits = model->forward(b.tensors[0]);
+      EXPECT_EQ(logits.scalar_type(), bf16 ? torch::kBFloat16 : torch::kFloat);
+      return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), b.tensors[1]);
+    };
+    for (auto& p : params) p.mutable_grad() = torch::Tensor();
+    *loss = forward_backward(loss_of, batch, 1.0, shards, params, {}, /*onednn=*/bf16);
+    std::vector<torch::Tensor> g;
+    for (auto& p : params) g.push_back(p.grad().clone());
+    return g;
+  };
+  double fp32 = 0, whole = 0, sliced = 0, again = 0;
+  const auto ref = grads_for(false, 1, &fp32), one = grads_for(true, 1, &whole);
+  const auto got = grads_for(true, 2, &sliced), got2 = grads_for(true, 2, &again);
+  EXPECT_NE(whole, fp32);  // the forward pass really ran in bf16
+  EXPECT_NEAR(whole, fp32, 0.02 * fp32);
+  EXPECT_NEAR(sliced, whole, 0.01 * whole);
+  EXPECT_EQ(sliced, again);
+  for (size_t i = 0; i < ref.size(); ++i) {
+    ASSERT_EQ(got[i].scalar_type(), torch::kFloat) << "parameter " << i;  // fp32 master weights and grads
+    auto cosine = [](const torch::Tensor& a, const torch::Tensor& b) {
+      return (a * b).sum().item<double>() / (a.norm().item<double>() * b.norm().item<double>() + 1e-30);
+    };
+    if (ref[i].norm().item<double>() > 1e-6) {
+      EXPECT_GT(cosine(one[i], ref[i]), 0.97) << "parameter " << i;
+      EXPECT_GT(cosine(got[i], one[i]), 0.97) << "parameter " << i;
+    }
+    EXPECT_TRUE(torch::equal(got[i], got2[i])) << "parameter " << i << " differs between two identical steps";
+  }
+  test::TempDir dir;
+  json config = tiny_config(dir, R"(, "precision": "bf16")");
+  config["model"]["hidden_dropout_prob"] = 0.0;
+  expect_exact_resume(config, dir);
+  const auto losses = train_losses(dir / "a");
+  EXPECT_LT(losses.at(8), losses.at(1));
   at::set_num_threads(saved_threads);
 }
 

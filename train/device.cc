@@ -22,6 +22,9 @@
 #if ZOO_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 namespace zoo {
 
@@ -31,6 +34,21 @@ bool mps_available() {
 #else
   return false;
 #endif
+}
+
+std::string cpu_bf16_support() {
+  if (!at::hasMKLDNN()) return "";
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 7) return "";
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  const bool amx_bf16 = (edx >> 22) & 1;  // CPUID.(7,0):EDX[22]
+  __cpuid_count(7, 1, eax, ebx, ecx, edx);
+  const bool avx512_bf16 = (eax >> 5) & 1;  // CPUID.(7,1):EAX[5]
+  if (amx_bf16) return "AMX-BF16";
+  if (avx512_bf16) return "AVX512-BF16";
+#endif
+  return "";
 }
 
 namespace {
@@ -131,6 +149,8 @@ std::string describe_devices() {
   os << "cpu threading: OpenMP wait policy " << (policy ? policy : "unset (active)");
   if (auto get = models::openblas_threads().get) os << ", OpenBLAS " << get() << " threads";
   os << "\n";
+  const std::string bf16 = cpu_bf16_support();
+  os << "cpu bf16 (train.precision=bf16): " << (bf16.empty() ? "no (needs AVX512-BF16 or AMX and oneDNN)" : bf16) << "\n";
   os << "built with CUDA: " << (at::hasCUDA() ? "yes" : "no") << "\n";
   const int64_t n = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
   os << "cuda devices: " << n << "\n";

@@ -37,4 +37,10 @@ void use_passive_openmp(char** argv);
 /// True when this LibTorch has MPS support compiled in and an MPS device is usable.
 bool mps_available();
 
+/// The CPU's native bfloat16 arithmetic, which oneDNN (LibTorch's mkldnn) uses for matrix
+/// products under train.precision=bf16: "AMX-BF16" (Intel Xeon 4th generation and later),
+/// "AVX512-BF16" (e.g. AMD Zen 4), or "" when the CPU has none (or this LibTorch has no
+/// oneDNN): bf16 would then run through slow reference kernels, so zoo refuses it.
+std::string cpu_bf16_support();
+
 }  // namespace zoo

@@ -17,6 +17,7 @@
 
 #include "models/layers.h"
 #include "train/checkpoint.h"
+#include "train/device.h"
 #include "train/logging.h"
 
 namespace fs = std::filesystem;
@@ -219,51 +220,6 @@ void restore_rng_state(const json& j, const torch::Device& device) {
   if (device.is_cuda() && j.contains("cuda")) set(at::globalContext().defaultGenerator(device), j["cuda"]);
 }
 
-// Autocast (bf16) scope on CUDA with LibTorch >= 2; validated before training starts.
-class AutocastGuard {
- public:
-  explicit AutocastGuard(bool enabled) : enabled_(enabled) {
-#if TORCH_VERSION_MAJOR >= 2
-    if (enabled_) {
-#if TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 4
-      at::autocast::set_autocast_enabled(at::kCUDA, true);
-      at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-#else
-      at::autocast::set_enabled(true);
-      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-#endif
-    }
-#endif
-  }
-  ~AutocastGuard() {
-#if TORCH_VERSION_MAJOR >= 2
-    if (enabled_) {
-#if TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 4
-      at::autocast::set_autocast_enabled(at::kCUDA, false);
-#else
-      at::autocast::set_enabled(false);
-#endif
-      at::autocast::clear_cache();
-    }
-#endif
-  }
-
- private:
-  bool enabled_;
-};
-
-void check_precision(const std::string& precision, const torch::Device& device) {
-  if (precision == "fp32") return;
-#if TORCH_VERSION_MAJOR >= 2
-  if (device.is_cuda()) return;
-  throw Error(cat("train.precision=bf16 needs a CUDA device (got ", device.str(), "); use train.precision=fp32"));
-#else
-  (void)device;
-  throw Error(cat("train.precision=bf16 needs LibTorch >= 2.0 with CUDA (this is LibTorch ", TORCH_VERSION,
-                  "); use train.precision=fp32"));
-#endif
-}
-
 bool improved(double value, double best, bool greater) { return greater ? value > best : value < best; }
 
 }  // namespace
@@ -282,6 +238,63 @@ Key optimizer_state_key(const torch::Tensor& p) {
   }
 }
 }  // namespace
+
+std::string resolve_precision(const std::string& precision, const torch::Device& device) {
+  if (precision != "auto") {
+    check_precision(precision, device);
+    return precision;
+  }
+  try {
+    check_precision("bf16", device);
+    return "bf16";
+  } catch (const Error&) {
+    return "fp32";
+  }
+}
+
+void check_precision(const std::string& precision, const torch::Device& device) {
+  if (precision == "fp32") return;
+  if (device.is_cpu()) {
+    if (!cpu_bf16_support().empty()) return;
+    throw Error("train.precision=bf16 on the CPU needs native bfloat16 arithmetic (AVX512-BF16 or AMX, e.g. Intel "
+                "Xeon 4th generation or AMD Zen 4) and a LibTorch with oneDNN; this machine has neither (see zoo "
+                "devices): use train.precision=fp32");
+  }
+#if TORCH_VERSION_MAJOR >= 2
+  if (device.is_cuda()) return;
+  throw Error(cat("train.precision=bf16 needs a CUDA device or a CPU with native bf16 (got ", device.str(),
+                  "); use train.precision=fp32"));
+#else
+  throw Error(cat("train.precision=bf16 on ", device.str(), " needs LibTorch >= 2.0 (this is LibTorch ", TORCH_VERSION,
+                  "); use train.precision=fp32"));
+#endif
+}
+
+AutocastGuard::AutocastGuard(bool enabled, const torch::Device& device) : enabled_(enabled), cpu_(device.is_cpu()) {
+  if (enabled_) set(true);
+}
+
+AutocastGuard::~AutocastGuard() {
+  if (!enabled_) return;
+  set(false);
+  at::autocast::clear_cache();
+}
+
+void AutocastGuard::set(bool on) const {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  const auto type = cpu_ ? at::kCPU : at::kCUDA;
+  at::autocast::set_autocast_enabled(type, on);
+  if (on) at::autocast::set_autocast_dtype(type, at::kBFloat16);
+#else
+  if (cpu_) {
+    at::autocast::set_cpu_enabled(on);
+    if (on) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+  } else {
+    at::autocast::set_enabled(on);
+    if (on) at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+  }
+#endif
+}
 
 torch::Tensor ThreadedAdamW::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
@@ -362,7 +375,7 @@ torch::Tensor ThreadedAdamW::step(LossClosure closure) {
 
 double forward_backward(const std::function<torch::Tensor(const Batch&)>& loss_of, const Batch& batch,
                         double weight, int64_t shards, const std::vector<torch::Tensor>& params,
-                        const std::function<void(double)>& check) {
+                        const std::function<void(double)>& check, bool onednn) {
   if (shards <= 1 || batch.size < 2 * shards) {
     auto loss = loss_of(batch);
     const double value = loss.item<double>();
@@ -382,10 +395,11 @@ double forward_backward(const std::function<torch::Tensor(const Batch&)>& loss_o
   const bool grad_mode = torch::GradMode::is_enabled();
   {
     models::ScopedSingleThreadedBlas blas;
-    // oneDNN's kernels (LibTorch's convolutions) wait for a full team of OpenMP threads and
-    // hang when called from inside a parallel region: use LibTorch's own kernels meanwhile.
+    // oneDNN's convolutions wait for a full team of OpenMP threads and hang when called from
+    // inside a parallel region: use LibTorch's own kernels meanwhile, unless the caller needs
+    // oneDNN's bf16 matrix products (they run single-threaded there, as they should).
     const bool mkldnn = at::globalContext().userEnabledMkldnn();
-    at::globalContext().setUserEnabledMkldnn(false);
+    if (!onednn) at::globalContext().setUserEnabledMkldnn(false);
     struct Restore {
       bool on;
       ~Restore() { at::globalContext().setUserEnabledMkldnn(on); }
@@ -424,7 +438,7 @@ namespace {
 
 TrainResult train(Task& task, const TrainerArgs& args) {
   const TrainOptions o = read_options<TrainOptions>(args.config.at("train"), "train");
-  check_precision(o.precision, args.device);
+  const std::string precision = resolve_precision(o.precision, args.device);
   const torch::Device device = args.device;
   std::error_code ec;
   fs::create_directories(args.output_dir, ec);
@@ -480,7 +494,8 @@ TrainResult train(Task& task, const TrainerArgs& args) {
 
   TrainLogger log(args.output_dir, total_steps, o.report_to_tensorboard);
   log.message(cat("training ", total_steps, " steps (", steps_per_epoch, " per epoch, batch ",
-                  o.per_device_train_batch_size, "x", o.gradient_accumulation_steps, ") on ", device.str(),
+                  o.per_device_train_batch_size, "x", o.gradient_accumulation_steps, ") on ", device.str(), ", ",
+                  precision, o.precision == "auto" ? " (train.precision=auto)" : "",
                   args.resume_from.empty() ? std::string() : cat(", resuming from ", args.resume_from, " at step ", step)));
 
   TrainResult result;
@@ -537,9 +552,9 @@ TrainResult train(Task& task, const TrainerArgs& args) {
   auto t_window = t_start;
   double window_loss = 0, window_examples = 0;
   int64_t window_steps = 0;
-  const bool autocast = o.precision == "bf16";
+  const bool autocast = precision == "bf16";
   // One batch slice per core on the CPU (see forward_backward).
-  const int64_t shards = device.is_cpu() && task.splittable() && !autocast ? at::get_num_threads() : 1;
+  const int64_t shards = device.is_cpu() && task.splittable() ? at::get_num_threads() : 1;
   const auto params = model->parameters();
 
   while (step < total_steps) {
@@ -551,7 +566,7 @@ TrainResult train(Task& task, const TrainerArgs& args) {
       Batch batch = item.batch.to(device);
       const double value = forward_backward(
           [&](const Batch& b) {
-            AutocastGuard ac(autocast);  // the forward pass only, as PyTorch recommends
+            AutocastGuard ac(autocast, device);  // the forward pass only, as PyTorch recommends
             return task.loss(b);
           },
           batch, 1.0 / static_cast<double>(o.gradient_accumulation_steps), shards, params, [&](double v) {
@@ -561,7 +576,8 @@ TrainResult train(Task& task, const TrainerArgs& args) {
                                 ? std::string("No checkpoint was written yet.")
                                 : cat("The last good checkpoint is ", latest_checkpoint(args.output_dir), "."),
                             " Try a lower train.learning_rate or train.max_grad_norm."));
-          });
+          },
+          /*onednn=*/autocast);
       step_loss += value / o.gradient_accumulation_steps;
       step_examples += batch.size;
       // Position of the next batch to consume: what a checkpoint must record.

@@ -79,7 +79,10 @@ struct TrainOptions {
     v("early_stopping_patience", early_stopping_patience, "stop after N evals without improvement; 0 = off",
       at_least(0));
     v("seed", seed, "seed for init, data order, augmentation and dropout", between(0, 9.0e15));
-    v("precision", precision, "fp32, or bf16 autocast (CUDA with LibTorch >= 2)", one_of({"fp32", "bf16"}));
+    v("precision", precision,
+      "fp32; bf16 autocast (CUDA with LibTorch >= 2, CPUs with AVX512-BF16 or AMX); auto: bf16 where the device "
+      "has it, else fp32",
+      one_of({"fp32", "bf16", "auto"}));
     v("dataloader_prefetch", dataloader_prefetch, "batches prepared ahead by the loader thread", between(1, 64));
     v("report_to_tensorboard", report_to_tensorboard, "write a TensorBoard event file in the output directory");
   }
@@ -104,6 +107,28 @@ class ThreadedAdamW : public torch::optim::AdamW {
   torch::Tensor step(LossClosure closure = nullptr) override;
 };
 
+/// bf16 autocast for the forward pass while alive (when `enabled`): on CUDA with LibTorch >= 2,
+/// on CPUs with native bf16 (cpu_bf16_support() in train/device.h); check_precision() says
+/// which. Autocast is thread-local: every thread that runs a forward pass (the per-core
+/// slices) needs its own guard.
+class AutocastGuard {
+ public:
+  AutocastGuard(bool enabled, const torch::Device& device);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  void set(bool on) const;
+  bool enabled_, cpu_;
+};
+
+/// Throws zoo::Error unless `precision` ("fp32" | "bf16") can run on `device`.
+void check_precision(const std::string& precision, const torch::Device& device);
+/// "fp32" or "bf16" for train.precision on `device`: "auto" is bf16 where check_precision
+/// accepts it, else fp32; the others are checked (zoo::Error when they cannot run).
+std::string resolve_precision(const std::string& precision, const torch::Device& device);
+
 /// Forward and backward of one batch: adds d(weight * loss)/d(params) to the parameters'
 /// gradients and returns the loss; `check(loss)`, when given, runs before any gradient is
 /// touched (it may throw, e.g. on a non-finite loss).
@@ -115,10 +140,11 @@ class ThreadedAdamW : public torch::optim::AdamW {
 /// instead, and at ViT-on-CPU sizes most operations are too small for that to pay: measured
 /// on 2 cores, a ViT training run went from 1,040 (1 thread) or ~1,000 (2 threads, intra-op)
 /// to 1,400-1,550 examples/s. The slices' gradients are summed in slice order, so a step is
-/// deterministic whatever the threads' timing.
+/// deterministic whatever the threads' timing. oneDNN is off inside the slices (its
+/// convolutions hang there) unless `onednn`, which bf16 autocast needs for its matrix products.
 double forward_backward(const std::function<torch::Tensor(const Batch&)>& loss_of, const Batch& batch,
                         double weight, int64_t shards, const std::vector<torch::Tensor>& params,
-                        const std::function<void(double)>& check = {});
+                        const std::function<void(double)>& check = {}, bool onednn = false);
 
 struct TrainResult {
   int64_t global_step = 0;

@@ -3,6 +3,7 @@
 // Prints JSON: the median step and the median of its update part (clipping + AdamW).
 //   zoo_bench_vit --hidden 128 --layers 4 --heads 4 --mlp 256 --image 28 --patch 4
 //                 --channels 1 --batch 128 --steps 30 --warmup 5 --threads 2 [--shards N] [--act relu]
+//                 [--precision bf16]
 // Like `zoo train`, the batch is cut into one slice per thread, each run on its own core
 // (zoo::forward_backward), and AdamW updates on all threads (zoo::ThreadedAdamW); --shards 1
 // times LibTorch's intra-op threading instead.
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   zoo::use_passive_openmp(argv);  // may re-execute with OMP_WAIT_POLICY=PASSIVE
   zoo::models::ViTOptions o;
   int64_t batch = 128, steps = 30, warmup = 5, threads = 2, shards = 0;
+  std::string precision = "fp32";
   o.hidden_size = 128, o.num_hidden_layers = 4, o.num_attention_heads = 4, o.intermediate_size = 256;
   o.image_size = 28, o.patch_size = 4, o.num_channels = 1, o.num_labels = 10;
   CLI::App app{"ViT training-step benchmark"};
@@ -36,10 +38,15 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps);
   app.add_option("--warmup", warmup);
   app.add_option("--threads", threads);
+  app.add_option("--precision", precision, "fp32, or bf16 autocast as train.precision=bf16")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option("--shards", shards, "batch slices run at once (default: one per thread, as zoo train)");
   CLI11_PARSE(app, argc, argv);
   zoo::configure_cpu_threads(static_cast<int>(threads));  // as the zoo binary does
   if (shards <= 0) shards = torch::get_num_threads();
+  const torch::Device cpu(torch::kCPU);
+  const bool bf16 = precision == "bf16";
+  zoo::check_precision(precision, cpu);
   torch::manual_seed(0);
   zoo::models::ViTForImageClassification model(o);
   model->train();
@@ -55,8 +62,11 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     opt.zero_grad();
     zoo::forward_backward(
-        [&](const zoo::Batch& b) { return torch::nn::functional::cross_entropy(model->forward(b.tensors[0]), b.tensors[1]); },
-        zoo::Batch{{x, y}, batch, 0}, 1.0, shards, model->parameters());
+        [&](const zoo::Batch& b) {
+          zoo::AutocastGuard autocast(bf16, cpu);
+          return torch::nn::functional::cross_entropy(model->forward(b.tensors[0]).to(torch::kFloat), b.tensors[1]);
+        },
+        zoo::Batch{{x, y}, batch, 0}, 1.0, shards, model->parameters(), {}, /*onednn=*/bf16);
     const auto t1 = std::chrono::steady_clock::now();
     torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);  // as the recipes do
     opt.step();
@@ -70,7 +80,7 @@ int main(int argc, char** argv) {
   std::sort(update_times.begin(), update_times.end());
   double mean = 0;
   for (double t : times) mean += t / times.size();
-  std::cout << "{\"impl\":\"zoo (C++)\",\"threads\":" << torch::get_num_threads() << ",\"shards\":" << shards << ",\"batch\":" << batch
+  std::cout << "{\"impl\":\"zoo (C++)\",\"precision\":\"" << precision << "\",\"threads\":" << torch::get_num_threads() << ",\"shards\":" << shards << ",\"batch\":" << batch
             << ",\"median_step_ms\":" << 1000 * times[times.size() / 2] << ",\"mean_step_ms\":" << 1000 * mean
             << ",\"median_update_ms\":" << 1000 * update_times[update_times.size() / 2] << "}"
             << std::endl;

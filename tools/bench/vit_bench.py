@@ -19,6 +19,7 @@ for name, default in [("hidden", 128), ("layers", 4), ("heads", 4), ("mlp", 256)
                       ("channels", 1), ("batch", 128), ("steps", 30), ("warmup", 5), ("threads", 2)]:
     p.add_argument("--" + name, type=int, default=default)
 p.add_argument("--act", default="gelu", help="feed-forward activation (hidden_act)")
+p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16: torch.autocast('cpu', bfloat16)")
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
@@ -33,12 +34,14 @@ times = []
 for i in range(a.warmup + a.steps):
     t0 = time.perf_counter()
     opt.zero_grad()
-    loss = torch.nn.functional.cross_entropy(model(x), y)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+        logits = model(x)
+    loss = torch.nn.functional.cross_entropy(logits.float(), y)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
     if i >= a.warmup:
         times.append(time.perf_counter() - t0)
 times.sort()
-print(json.dumps({"impl": "PyTorch (Python)", "threads": torch.get_num_threads(), "batch": a.batch,
+print(json.dumps({"impl": "PyTorch (Python)", "precision": a.precision, "threads": torch.get_num_threads(), "batch": a.batch,
                   "median_step_ms": 1000 * times[len(times) // 2], "mean_step_ms": 1000 * sum(times) / len(times)}))

@@ -93,7 +93,8 @@ Batch ImageClassificationTask::make_train_batch(const std::vector<int64_t>& indi
 }
 
 torch::Tensor ImageClassificationTask::loss(const Batch& batch) {
-  auto logits = model_->forward(batch.tensors[0]);  // (B, num_labels)
+  // fp32 logits: under bf16 autocast the classifier's output is bf16.
+  auto logits = model_->forward(batch.tensors[0]).to(torch::kFloat);  // (B, num_labels)
   return torch::nn::functional::cross_entropy(
       logits, batch.tensors[1], torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing_));
 }
