@@ -65,6 +65,10 @@ TEST(Cli, DevicesListsCpuAndVersion) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("LibTorch "), std::string::npos);
   EXPECT_NE(r.output.find("cpu: available"), std::string::npos);
+  const std::string bf16 = cpu_bf16_support();
+  EXPECT_NE(r.output.find("cpu bf16 (train.precision=bf16): " + (bf16.empty() ? std::string("no") : bf16)),
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("built with CUDA:"), std::string::npos);
   EXPECT_NE(r.output.find("mps:"), std::string::npos);
 }

@@ -179,28 +179,38 @@ TEST(Trainer, GradientAccumulationEqualsTheLargerBatch) {
   EXPECT_FALSE(torch::allclose(a.net_->weight, w0));  // it did train
 }
 
+// A small grey-image ViT for gradient checks (8x8 images, 3 classes, 2 heads).
+models::ViTOptions small_vit(int64_t hidden, int64_t layers, int64_t intermediate, int64_t patch) {
+  models::ViTOptions o;
+  o.hidden_size = hidden, o.num_hidden_layers = layers, o.num_attention_heads = 2, o.intermediate_size = intermediate;
+  o.image_size = 8, o.patch_size = patch, o.num_channels = 1, o.num_labels = 3;
+  return o;
+}
+
+// The parameters' gradients (copies) after one forward_backward call from zero gradients.
+std::vector<torch::Tensor> gradients_of(const std::function<torch::Tensor(const Batch&)>& loss_of, const Batch& batch,
+                                        double weight, int64_t shards, const std::vector<torch::Tensor>& params,
+                                        double* loss, bool onednn = false) {
+  for (auto& p : params) const_cast<torch::Tensor&>(p).mutable_grad() = torch::Tensor();
+  *loss = forward_backward(loss_of, batch, weight, shards, params, {}, onednn);
+  std::vector<torch::Tensor> g;
+  for (auto& p : params) g.push_back(p.grad().clone());
+  return g;
+}
+
 // One batch slice per core (zoo::forward_backward with shards > 1) gives the gradients and
 // loss of the whole batch, also when the slices differ in size, and the same bits each time.
 TEST(Trainer, PerCoreBatchSlicesGiveTheWholeBatchGradients) {
   const int saved_threads = at::get_num_threads();
   at::set_num_threads(2);
   torch::manual_seed(3);
-  models::ViTOptions o;
-  o.hidden_size = 16, o.num_hidden_layers = 1, o.num_attention_heads = 2, o.intermediate_size = 24;
-  o.image_size = 8, o.patch_size = 4, o.num_channels = 1, o.num_labels = 3;
-  models::ViTForImageClassification model(o);
+  models::ViTForImageClassification model(small_vit(16, 1, 24, 4));
   const auto params = model->parameters();
   const Batch batch{{torch::randn({7, 1, 8, 8}), torch::randint(0, 3, {7}, torch::kLong)}, 7, 0};
   auto loss_of = [&](const Batch& b) {
     return torch::nn::functional::cross_entropy(model->forward(b.tensors[0]), b.tensors[1]);
   };
-  auto grads_for = [&](int64_t shards, double* loss) {
-    for (auto& p : params) p.mutable_grad() = torch::Tensor();
-    *loss = forward_backward(loss_of, batch, 0.5, shards, params);
-    std::vector<torch::Tensor> g;
-    for (auto& p : params) g.push_back(p.grad().clone());
-    return g;
-  };
+  auto grads_for = [&](int64_t shards, double* loss) { return gradients_of(loss_of, batch, 0.5, shards, params, loss); };
   double whole = 0, sliced = 0, again = 0;
   const auto ref = grads_for(1, &whole), got = grads_for(2, &sliced), got2 = grads_for(2, &again);
   EXPECT_NEAR(sliced, whole, 1e-6);
@@ -238,10 +248,7 @@ TEST(Trainer, Bf16AutocastOnTheCpu) {
   const int saved_threads = at::get_num_threads();
   at::set_num_threads(2);
   torch::manual_seed(5);
-  models::ViTOptions o;
-  o.hidden_size = 32, o.num_hidden_layers = 2, o.num_attention_heads = 2, o.intermediate_size = 64;
-  o.image_size = 8, o.patch_size = 2, o.num_channels = 1, o.num_labels = 3;
-  models::ViTForImageClassification model(o);
+  models::ViTForImageClassification model(small_vit(32, 2, 64, 2));
   const auto params = model->parameters();
   const Batch batch{{torch::randn({16, 1, 8, 8}), torch::randint(0, 3, {16}, torch::kLong)}, 16, 0};
   auto grads_for = [&](bool bf16, int64_t shards, double* loss) {
@@ -251,11 +258,7 @@ TEST(Trainer, Bf16AutocastOnTheCpu) {
       EXPECT_EQ(logits.scalar_type(), bf16 ? torch::kBFloat16 : torch::kFloat);
       return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), b.tensors[1]);
     };
-    for (auto& p : params) p.mutable_grad() = torch::Tensor();
-    *loss = forward_backward(loss_of, batch, 1.0, shards, params, {}, /*onednn=*/bf16);
-    std::vector<torch::Tensor> g;
-    for (auto& p : params) g.push_back(p.grad().clone());
-    return g;
+    return gradients_of(loss_of, batch, 1.0, shards, params, loss, /*onednn=*/bf16);
   };
   double fp32 = 0, whole = 0, sliced = 0, again = 0;
   const auto ref = grads_for(false, 1, &fp32), one = grads_for(true, 1, &whole);
