@@ -51,6 +51,15 @@ std::string cpu_bf16_support() {
   return "";
 }
 
+bool cuda_bf16_support(int64_t index) {
+#if ZOO_WITH_CUDA
+  return at::cuda::getDeviceProperties(static_cast<int>(index))->major >= 8;
+#else
+  (void)index;
+  return false;
+#endif
+}
+
 namespace {
 
 int64_t parse_index(const std::string& spec, const std::string& digits) {

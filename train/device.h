@@ -43,4 +43,8 @@ bool mps_available();
 /// oneDNN): bf16 would then run through slow reference kernels, so zoo refuses it.
 std::string cpu_bf16_support();
 
+/// Whether CUDA device `index` computes in bf16 natively (compute capability >= 8.0, Ampere
+/// and later); false when this build has no CUDA.
+bool cuda_bf16_support(int64_t index);
+
 }  // namespace zoo

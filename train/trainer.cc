@@ -261,7 +261,11 @@ void check_precision(const std::string& precision, const torch::Device& device) 
                 "devices): use train.precision=fp32");
   }
 #if TORCH_VERSION_MAJOR >= 2
-  if (device.is_cuda()) return;
+  if (device.is_cuda()) {
+    if (cuda_bf16_support(device.has_index() ? device.index() : 0)) return;
+    throw Error(cat("train.precision=bf16 on ", device.str(), " needs a GPU of compute capability 8.0 or later "
+                    "(Ampere and newer; see zoo devices): use train.precision=fp32"));
+  }
   throw Error(cat("train.precision=bf16 needs a CUDA device or a CPU with native bf16 (got ", device.str(),
                   "); use train.precision=fp32"));
 #else
