@@ -239,39 +239,40 @@ Key optimizer_state_key(const torch::Tensor& p) {
 }
 }  // namespace
 
-std::string resolve_precision(const std::string& precision, const torch::Device& device) {
-  if (precision != "auto") {
-    check_precision(precision, device);
-    return precision;
-  }
-  try {
-    check_precision("bf16", device);
-    return "bf16";
-  } catch (const Error&) {
-    return "fp32";
-  }
-}
-
-void check_precision(const std::string& precision, const torch::Device& device) {
-  if (precision == "fp32") return;
+namespace {
+// Why bf16 autocast cannot run on `device`, or "" when it can.
+std::string bf16_problem(const torch::Device& device) {
   if (device.is_cpu()) {
-    if (!cpu_bf16_support().empty()) return;
-    throw Error("train.precision=bf16 on the CPU needs native bfloat16 arithmetic (AVX512-BF16 or AMX, e.g. Intel "
-                "Xeon 4th generation or AMD Zen 4) and a LibTorch with oneDNN; this machine has neither (see zoo "
-                "devices): use train.precision=fp32");
+    if (!cpu_bf16_support().empty()) return "";
+    return "train.precision=bf16 on the CPU needs native bfloat16 arithmetic (AVX512-BF16 or AMX, e.g. Intel Xeon 4th "
+           "generation or AMD Zen 4) and a LibTorch with oneDNN; this machine has neither (see zoo devices): use "
+           "train.precision=fp32";
   }
 #if TORCH_VERSION_MAJOR >= 2
   if (device.is_cuda()) {
-    if (cuda_bf16_support(device.has_index() ? device.index() : 0)) return;
-    throw Error(cat("train.precision=bf16 on ", device.str(), " needs a GPU of compute capability 8.0 or later "
-                    "(Ampere and newer; see zoo devices): use train.precision=fp32"));
+    if (cuda_bf16_support(device.has_index() ? device.index() : 0)) return "";
+    return cat("train.precision=bf16 on ", device.str(), " needs a GPU of compute capability 8.0 or later "
+               "(Ampere and newer; see zoo devices): use train.precision=fp32");
   }
-  throw Error(cat("train.precision=bf16 needs a CUDA device or a CPU with native bf16 (got ", device.str(),
-                  "); use train.precision=fp32"));
+  return cat("train.precision=bf16 needs a CUDA device or a CPU with native bf16 (got ", device.str(),
+             "); use train.precision=fp32");
 #else
-  throw Error(cat("train.precision=bf16 on ", device.str(), " needs LibTorch >= 2.0 (this is LibTorch ", TORCH_VERSION,
-                  "); use train.precision=fp32"));
+  return cat("train.precision=bf16 on ", device.str(), " needs LibTorch >= 2.0 (this is LibTorch ", TORCH_VERSION,
+             "); use train.precision=fp32");
 #endif
+}
+}  // namespace
+
+void check_precision(const std::string& precision, const torch::Device& device) {
+  if (precision == "fp32") return;
+  const std::string problem = bf16_problem(device);
+  if (!problem.empty()) throw Error(problem);
+}
+
+std::string resolve_precision(const std::string& precision, const torch::Device& device) {
+  if (precision == "auto") return bf16_problem(device).empty() ? "bf16" : "fp32";
+  check_precision(precision, device);
+  return precision;
 }
 
 AutocastGuard::AutocastGuard(bool enabled, const torch::Device& device) : enabled_(enabled), cpu_(device.is_cpu()) {
