@@ -191,6 +191,37 @@ TEST(ImageClassification, LabelSmoothingFactorSmoothsTheTrainingLoss) {
   EXPECT_GT(std::abs(loss - nll), 1e-3);  // it did smooth
 }
 
+TEST(ImageClassification, TestTimeHflipAveragesTheProbabilitiesOfTheImageAndItsMirror) {
+  test::TempDir dir;
+  test::write_tiny_mnist(dir.path().string(), 64, 16);
+  auto config = resolve_config(json::parse(test::tiny_vit_config(dir.path().string())), "tiny.json");
+  config["model"]["hidden_dropout_prob"] = 0.0;
+  config["data"]["test_time_hflip"] = true;
+  auto task = make_task(config);
+  auto* ic = dynamic_cast<ImageClassificationTask*>(task.get());
+  ASSERT_NE(ic, nullptr);
+  {  // a model that is not mirror-symmetric
+    torch::NoGradGuard g;
+    for (auto& p : ic->vit()->parameters()) p.add_(torch::randn_like(p) * 0.5);
+  }
+  const torch::Device cpu(torch::kCPU);
+  const Metrics m = task->evaluate("test", 5, cpu);  // batch 5: a short last batch
+  // By hand, from the two forward passes.
+  auto images = data::load_mnist_like(dir.path().string(), "test", {"a", "b", "c", "d"});
+  auto x = ic->preprocess(images.images);
+  torch::NoGradGuard g;
+  ic->vit()->eval();
+  auto p = (torch::softmax(ic->vit()->forward(x), -1) + torch::softmax(ic->vit()->forward(x.flip({-1})), -1)) / 2;
+  const double accuracy = p.argmax(-1).eq(images.labels).to(torch::kDouble).mean().item<double>();
+  const double loss = -p.log().gather(1, images.labels.unsqueeze(1)).mean().item<double>();
+  EXPECT_NEAR(m.at("accuracy"), accuracy, 1e-9);
+  EXPECT_NEAR(m.at("loss"), loss, 1e-5);
+  // ...and it differs from the plain evaluation of the same model.
+  auto plain = torch::log_softmax(ic->vit()->forward(x), -1);
+  const double plain_loss = -plain.gather(1, images.labels.unsqueeze(1)).mean().item<double>();
+  EXPECT_GT(std::abs(loss - plain_loss), 1e-4);
+}
+
 TEST(ViT, LoadsAHuggingFaceCheckpointWithSameLogits) {
   test::TempDir dir;
   const std::string hf = dir / "hf";

@@ -29,7 +29,7 @@ int run_classify(const ClassifyArgs& a) {
   for (const auto& f : a.files) decoded.push_back(data::load_image(f, o.num_channels, o.image_size, o.image_size));
   torch::NoGradGuard no_grad;
   auto x = images->preprocess(torch::stack(decoded)).to(device);
-  auto probs = torch::softmax(images->vit()->forward(x), -1).to(torch::kCPU);
+  auto probs = torch::softmax(images->predict(x), -1).to(torch::kCPU);
   const int64_t k = std::min<int64_t>(a.top_k, o.num_labels);
   auto [p, idx] = probs.topk(k, -1);
   for (size_t i = 0; i < a.files.size(); ++i) {

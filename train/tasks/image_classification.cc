@@ -1,5 +1,7 @@
 #include "train/tasks/image_classification.h"
 
+#include <cmath>
+
 #include "train/trainer.h"
 
 namespace zoo {
@@ -99,6 +101,13 @@ torch::Tensor ImageClassificationTask::loss(const Batch& batch) {
       logits, batch.tensors[1], torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing_));
 }
 
+torch::Tensor ImageClassificationTask::predict(const torch::Tensor& x) {
+  auto logits = model_->forward(x).to(torch::kFloat);
+  if (!data_.test_time_hflip) return logits;
+  auto mirrored = model_->forward(x.flip({-1})).to(torch::kFloat);
+  return torch::logsumexp(torch::stack({logits.log_softmax(-1), mirrored.log_softmax(-1)}), 0) - std::log(2.0);
+}
+
 bool ImageClassificationTask::splittable() const {
   const auto& o = model_->options();
   return o.hidden_dropout_prob == 0 && o.attention_probs_dropout_prob == 0;
@@ -131,7 +140,7 @@ Metrics ImageClassificationTask::evaluate(const std::string& split, int64_t batc
     const int64_t b = std::min(batch_size, n - i);
     auto x = preprocess(images.narrow(0, i, b)).to(device);
     auto y = labels.narrow(0, i, b).to(device);
-    auto logits = model_->forward(x);
+    auto logits = predict(x);
     total_loss += torch::nn::functional::cross_entropy(
                       logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                       .item<double>();

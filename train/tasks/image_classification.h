@@ -21,6 +21,7 @@ struct ImageDataOptions {
   double horizontal_flip_prob = 0.0;
   int64_t max_train_samples = 0;  // 0: all
   int64_t max_eval_samples = 0;   // 0: all
+  bool test_time_hflip = false;   // evaluation/classification average the image and its mirror
 
   template <class V>
   void fields(V& v) {
@@ -33,6 +34,8 @@ struct ImageDataOptions {
     v("horizontal_flip_prob", horizontal_flip_prob, "probability of a horizontal flip", between(0, 1));
     v("max_train_samples", max_train_samples, "use only the first N training examples; 0 = all", at_least(0));
     v("max_eval_samples", max_eval_samples, "use only the first N evaluation examples; 0 = all", at_least(0));
+    v("test_time_hflip", test_time_hflip,
+      "evaluation and zoo classify average the probabilities of each image and its mirror image");
   }
   /// Fills mean/std from the data set when empty and checks their lengths.
   void resolve(int64_t channels);
@@ -54,6 +57,9 @@ class ImageClassificationTask : public Task {
 
   /// uint8 (B, C, H, W) -> normalised float, as the model was trained.
   torch::Tensor preprocess(const torch::Tensor& images) const;
+  /// Inference logits of a preprocessed batch. With data.test_time_hflip: the log of the mean
+  /// of the probabilities of the images and of their mirror images (softmax gives that mean).
+  torch::Tensor predict(const torch::Tensor& x);
   models::ViTForImageClassification& vit() { return model_; }
   const ImageDataOptions& data_options() const { return data_; }
 
