@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -397,6 +398,41 @@ torch::Tensor random_hflip(const torch::Tensor& batch, double p, torch::Generato
   const torch::Tensor index = chosen.to(batch.device());
   // Flip only the chosen images: cheaper than flipping all and selecting.
   out.index_copy_(0, index, batch.index_select(0, index).flip({3}));
+  return out;
+}
+
+torch::Tensor random_erasing(const torch::Tensor& batch, double p, const std::vector<double>& fill,
+                             torch::Generator& gen) {
+  if (!batch.defined() || batch.dim() != 4 || !batch.device().is_cpu()) {
+    throw Error("random_erasing: expected a CPU batch of shape (B, C, H, W)");
+  }
+  if (!(p >= 0.0 && p <= 1.0)) throw Error(cat("random_erasing: p must be in [0, 1], got ", p));
+  const int64_t n = batch.size(0), c = batch.size(1), h = batch.size(2), w = batch.size(3);
+  if (fill.size() != 1 && static_cast<int64_t>(fill.size()) != c)
+    throw Error(cat("random_erasing: fill needs 1 or ", c, " values, got ", fill.size()));
+  torch::Tensor out = batch.clone();
+  if (n == 0) return out;
+  constexpr int kTries = 10;  // torchvision's
+  const double log_lo = std::log(0.3), log_hi = std::log(1 / 0.3), area = static_cast<double>(h * w);
+  // Per image: the coin, then per try: area share, log aspect ratio, row and column offsets.
+  const torch::Tensor u = torch::rand({n, 1 + 4 * kTries}, gen, torch::kDouble);
+  const auto draws = u.accessor<double, 2>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(draws[i][0] < p)) continue;
+    for (int t = 0; t < kTries; ++t) {
+      const double* d = &draws[i][1 + 4 * t];
+      const double target = area * (0.02 + d[0] * (0.33 - 0.02));
+      const double ratio = std::exp(log_lo + d[1] * (log_hi - log_lo));
+      const auto eh = static_cast<int64_t>(std::lround(std::sqrt(target * ratio)));
+      const auto ew = static_cast<int64_t>(std::lround(std::sqrt(target / ratio)));
+      if (eh < 1 || ew < 1 || eh >= h || ew >= w) continue;
+      const auto top = std::min(h - eh, static_cast<int64_t>(d[2] * static_cast<double>(h - eh + 1)));
+      const auto left = std::min(w - ew, static_cast<int64_t>(d[3] * static_cast<double>(w - ew + 1)));
+      for (int64_t ch = 0; ch < c; ++ch)
+        out[i][ch].narrow(0, top, eh).narrow(1, left, ew).fill_(fill.size() == 1 ? fill[0] : fill[ch]);
+      break;
+    }
+  }
   return out;
 }
 

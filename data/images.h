@@ -71,4 +71,14 @@ torch::Tensor random_crop(const torch::Tensor& batch, int64_t padding, torch::Ge
 /// draw per image from `gen`, so the result is deterministic given its state).
 torch::Tensor random_hflip(const torch::Tensor& batch, double p, torch::Generator& gen);
 
+/// Random erasing (Zhong et al. 2017; torchvision's RandomErasing with its defaults): with
+/// probability p per image, a rectangle covering 2-33% of the image, aspect ratio
+/// log-uniform in [0.3, 3.3] (up to 10 tries to fit one), is set to `fill` (one value per
+/// channel, or one for all, in the batch's own scale: for uint8 images, the data set mean
+/// x 255 makes the rectangle 0 after normalisation, as torchvision's default). The batch
+/// (B, C, H, W, CPU) is returned as a copy; the same number of draws from `gen` per batch
+/// whatever is erased, so the result is deterministic given its state.
+torch::Tensor random_erasing(const torch::Tensor& batch, double p, const std::vector<double>& fill,
+                             torch::Generator& gen);
+
 }  // namespace zoo::data

@@ -413,6 +413,47 @@ TEST(RandomHflip, DeterministicAndPerImage) {
   EXPECT_LT(flipped, 54);
 }
 
+TEST(RandomErasing, OneRectanglePerChosenImageFilledPerChannel) {
+  torch::manual_seed(0);
+  const int64_t n = 200, c = 3, h = 20, w = 16;
+  const torch::Tensor batch = torch::randint(0, 200, {n, c, h, w}, torch::kLong).to(torch::kByte);
+  torch::Generator gen = at::detail::createCPUGenerator(11);
+  const std::vector<double> fill{250, 251, 252};  // values the batch never has
+  const torch::Tensor before = batch.clone();
+  const torch::Tensor out = random_erasing(batch, 0.5, fill, gen);
+  EXPECT_TRUE(torch::equal(batch, before));  // the input is untouched
+  int erased = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const torch::Tensor changed = out[i].ne(batch[i]);  // (C, H, W)
+    const int64_t count = changed[0].sum().item<int64_t>();
+    if (count == 0) continue;
+    ++erased;
+    for (int64_t ch = 0; ch < c; ++ch) {
+      EXPECT_TRUE(torch::equal(changed[ch], changed[0])) << "image " << i << ": channels differ";
+      EXPECT_TRUE(out[i][ch].masked_select(changed[ch]).eq(static_cast<int64_t>(fill[ch])).all().item<bool>());
+    }
+    // The changed pixels fill their bounding box: a rectangle.
+    const torch::Tensor rows = changed[0].any(1).nonzero(), cols = changed[0].any(0).nonzero();
+    const int64_t eh = rows.max().item<int64_t>() - rows.min().item<int64_t>() + 1;
+    const int64_t ew = cols.max().item<int64_t>() - cols.min().item<int64_t>() + 1;
+    EXPECT_EQ(count, eh * ew) << "image " << i;
+    EXPECT_LT(eh, h);
+    EXPECT_LT(ew, w);
+    const double share = static_cast<double>(count) / (h * w);
+    EXPECT_GE(share, 0.01) << "image " << i;  // 2-33% before rounding the sides
+    EXPECT_LE(share, 0.40) << "image " << i;
+  }
+  EXPECT_GT(erased, 70);
+  EXPECT_LT(erased, 130);
+  // Deterministic in the generator; another seed erases elsewhere; p = 0 is the identity.
+  torch::Generator g1 = at::detail::createCPUGenerator(11), g2 = at::detail::createCPUGenerator(12);
+  EXPECT_TRUE(torch::equal(random_erasing(batch, 0.5, fill, g1), out));
+  EXPECT_FALSE(torch::equal(random_erasing(batch, 0.5, fill, g2), out));
+  EXPECT_TRUE(torch::equal(random_erasing(batch, 0.0, fill, g2), batch));
+  expect_error([&] { random_erasing(batch, 1.5, fill, gen); }, {"p must be in [0, 1]"});
+  expect_error([&] { random_erasing(batch, 0.5, {1, 2}, gen); }, {"fill needs 1 or 3 values"});
+}
+
 // ---------------------------------------------------------------- image files
 
 // A w x h image with `c` interleaved channels (HWC, as stb writes it).

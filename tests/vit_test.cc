@@ -191,6 +191,30 @@ TEST(ImageClassification, LabelSmoothingFactorSmoothsTheTrainingLoss) {
   EXPECT_GT(std::abs(loss - nll), 1e-3);  // it did smooth
 }
 
+TEST(ImageClassification, RandomErasingSetsARectangleOfEachTrainingImageToTheMeanColour) {
+  test::TempDir dir;
+  test::write_tiny_mnist(dir.path().string(), 64, 16);
+  auto config = resolve_config(json::parse(test::tiny_vit_config(dir.path().string())), "tiny.json");
+  config["data"]["random_crop_padding"] = 0;
+  config["data"]["horizontal_flip_prob"] = 0.0;
+  auto plain_task = make_task(config);
+  config["data"]["random_erasing_prob"] = 1.0;
+  auto task = make_task(config);
+  plain_task->prepare_training("");
+  task->prepare_training("");
+  const std::vector<int64_t> indices{0, 1, 2, 3, 4, 5, 6, 7};
+  const auto plain = plain_task->make_train_batch(indices, 3).tensors[0];
+  const auto erased = task->make_train_batch(indices, 3).tensors[0];
+  EXPECT_TRUE(torch::equal(erased, task->make_train_batch(indices, 3).tensors[0]));  // deterministic per seed
+  const double mean = 0.1307, std = 0.3081;  // MNIST's, the defaults for data.dataset=mnist
+  const double fill = (std::round(mean * 255) / 255 - mean) / std;  // ~0: the mean colour
+  for (int64_t i = 0; i < 8; ++i) {
+    const auto changed = erased[i].ne(plain[i]);
+    EXPECT_GT(changed.sum().item<int64_t>(), 0) << "image " << i;
+    EXPECT_TRUE(torch::allclose(erased[i].masked_select(changed), torch::full({1}, fill), 0, 1e-6)) << "image " << i;
+  }
+}
+
 TEST(ImageClassification, TestTimeHflipAveragesTheProbabilitiesOfTheImageAndItsMirror) {
   test::TempDir dir;
   test::write_tiny_mnist(dir.path().string(), 64, 16);

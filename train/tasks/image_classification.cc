@@ -86,10 +86,15 @@ Batch ImageClassificationTask::make_train_batch(const std::vector<int64_t>& indi
   auto idx = train_index_.index_select(0, torch::tensor(indices, torch::kLong));
   auto images = train_->images.index_select(0, idx);
   auto labels = train_->labels.index_select(0, idx);
-  if (data_.random_crop_padding > 0 || data_.horizontal_flip_prob > 0) {
+  if (data_.random_crop_padding > 0 || data_.horizontal_flip_prob > 0 || data_.random_erasing_prob > 0) {
     auto gen = at::detail::createCPUGenerator(seed);
     if (data_.random_crop_padding > 0) images = data::random_crop(images, data_.random_crop_padding, gen);
     if (data_.horizontal_flip_prob > 0) images = data::random_hflip(images, data_.horizontal_flip_prob, gen);
+    if (data_.random_erasing_prob > 0) {
+      std::vector<double> fill;  // the mean colour: 0 after normalisation
+      for (double m : data_.mean) fill.push_back(std::round(m * 255));
+      images = data::random_erasing(images, data_.random_erasing_prob, fill, gen);
+    }
   }
   return Batch{{preprocess(images), labels}, static_cast<int64_t>(indices.size()), seed};
 }

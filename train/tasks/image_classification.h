@@ -19,6 +19,7 @@ struct ImageDataOptions {
   std::vector<double> std;
   int64_t random_crop_padding = 0;
   double horizontal_flip_prob = 0.0;
+  double random_erasing_prob = 0.0;
   int64_t max_train_samples = 0;  // 0: all
   int64_t max_eval_samples = 0;   // 0: all
   bool test_time_hflip = false;   // evaluation/classification average the image and its mirror
@@ -32,6 +33,8 @@ struct ImageDataOptions {
     v("std", std, "per-channel std for normalisation (empty: data set default)");
     v("random_crop_padding", random_crop_padding, "pad-and-random-crop augmentation; 0 = off", between(0, 64));
     v("horizontal_flip_prob", horizontal_flip_prob, "probability of a horizontal flip", between(0, 1));
+    v("random_erasing_prob", random_erasing_prob,
+      "probability of erasing a random rectangle (2-33% of the image) to the mean colour", between(0, 1));
     v("max_train_samples", max_train_samples, "use only the first N training examples; 0 = all", at_least(0));
     v("max_eval_samples", max_eval_samples, "use only the first N evaluation examples; 0 = all", at_least(0));
     v("test_time_hflip", test_time_hflip,
