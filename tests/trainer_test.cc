@@ -55,11 +55,16 @@ void expect_exact_resume(const json& config, const test::TempDir& dir) {
     ASSERT_TRUE(resumed.count(step)) << step;
     EXPECT_EQ(resumed.at(step), full.at(step)) << "step " << step;
   }
-  // Final weights identical too.
-  auto wa = safetensors::load(a + "/checkpoint-8/model.safetensors").tensors;
-  auto wb = safetensors::load(b + "/checkpoint-8/model.safetensors").tensors;
-  ASSERT_EQ(wa.size(), wb.size());
-  for (auto& [name, t] : wa) EXPECT_TRUE(torch::equal(t, wb.at(name))) << name;
+  // Final weights identical too (and, with train.ema_decay, the weights being trained).
+  for (const std::string file : {"model.safetensors", "training_weights.safetensors"}) {
+    const std::string fa = a + "/checkpoint-8/" + file, fb = b + "/checkpoint-8/" + file;
+    ASSERT_EQ(fs::exists(fa), fs::exists(fb)) << file;
+    if (!fs::exists(fa)) continue;
+    auto wa = safetensors::load(fa).tensors;
+    auto wb = safetensors::load(fb).tensors;
+    ASSERT_EQ(wa.size(), wb.size());
+    for (auto& [name, t] : wa) EXPECT_TRUE(torch::equal(t, wb.at(name))) << file << " " << name;
+  }
 }
 
 TEST(Trainer, ResumeIsExact) {
@@ -75,6 +80,71 @@ TEST(Trainer, ResumeIsExactWithPerCoreBatchSlices) {
   config["model"]["hidden_dropout_prob"] = 0.0;
   expect_exact_resume(config, dir);
   at::set_num_threads(saved_threads);
+}
+
+TEST(WeightAverage, FollowsTheDecayScheduleAndSwapsInPlace) {
+  torch::manual_seed(1);
+  torch::nn::Linear net(3, 2);
+  auto w0 = net->weight.detach().clone(), b0 = net->bias.detach().clone();
+  WeightAverage average(*net, 0.9);
+  EXPECT_DOUBLE_EQ(WeightAverage::decay_at(0.9, 1), 2.0 / 11.0);  // warm-up of the decay
+  EXPECT_DOUBLE_EQ(WeightAverage::decay_at(0.9, 1000), 0.9);
+  torch::NoGradGuard no_grad;
+  auto w1 = torch::randn({2, 3});
+  net->weight.copy_(w1);
+  average.update(1);
+  const double d1 = 2.0 / 11.0;
+  auto expect1 = d1 * w0 + (1 - d1) * w1;
+  EXPECT_TRUE(torch::allclose(average.averages()[0], expect1, 1e-6, 1e-7));
+  EXPECT_TRUE(torch::allclose(average.averages()[1], b0));  // unchanged weights stay put
+  auto w2 = torch::randn({2, 3});
+  net->weight.copy_(w2);
+  average.update(1000);
+  auto expect2 = 0.9 * expect1 + 0.1 * w2;
+  EXPECT_TRUE(torch::allclose(average.averages()[0], expect2, 1e-6, 1e-7));
+  // swap() puts the average into the model and the live weights into the average.
+  average.swap();
+  EXPECT_TRUE(torch::allclose(net->weight, expect2, 1e-6, 1e-7));
+  EXPECT_TRUE(torch::equal(average.averages()[0], w2));
+  average.swap();
+  EXPECT_TRUE(torch::equal(net->weight, w2));
+}
+
+// With train.ema_decay a checkpoint holds the average (model.safetensors) and the weights
+// being trained (training_weights.safetensors); resume is exact for both, and resuming
+// with the average switched off (or on, from a run without it) is refused with the fix.
+TEST(Trainer, WeightAverageCheckpointsAndResumesExactly) {
+  test::TempDir dir;
+  const json config = tiny_config(dir, R"(, "ema_decay": 0.9)");
+  expect_exact_resume(config, dir);
+  const std::string ckpt = dir / "a/checkpoint-8";
+  auto averaged = safetensors::load(ckpt + "/model.safetensors").tensors;
+  auto live = safetensors::load(ckpt + "/training_weights.safetensors").tensors;
+  ASSERT_EQ(averaged.size(), live.size());
+  EXPECT_FALSE(torch::equal(averaged.at("classifier.weight"), live.at("classifier.weight")));
+  // The evaluation recorded in the checkpoint is that of the average, as `zoo eval` sees it.
+  const json recorded = read_json_file(ckpt + "/trainer_state.json").at("eval_metrics");
+  auto reloaded = load_task(ckpt, {}, torch::Device(torch::kCPU));
+  const Metrics m = reloaded->evaluate("valid", 64, torch::Device(torch::kCPU));
+  EXPECT_NEAR(m.at("loss"), recorded.at("loss").get<double>(), 1e-6);
+
+  json off = config;
+  off["train"]["ema_decay"] = 0.0;
+  try {
+    run(off, dir / "c", ckpt);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--set train.ema_decay=0.9"), std::string::npos) << e.what();
+  }
+  const json plain = tiny_config(dir);
+  run(plain, dir / "d");
+  try {
+    run(config, dir / "e", dir / "d/checkpoint-4");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("without train.ema_decay"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "d/checkpoint-8/training_weights.safetensors"));
 }
 
 // A task whose loss turns NaN at a given step.

@@ -6,6 +6,8 @@
 //     model.safetensors    the model's state dict, names = registered module names
 //     optimizer.pt         optimizer state (LibTorch archive)
 //     trainer_state.json   step, epoch, data position, best metric, RNG states
+//     training_weights.safetensors  with train.ema_decay only: the weights being trained
+//                          (model.safetensors then holds their moving average)
 //     (+ task assets such as vocabularies)
 //
 // A checkpoint is written into OUT/.checkpoint-STEP.tmp and renamed into place, so a kill

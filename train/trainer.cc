@@ -275,6 +275,36 @@ std::string resolve_precision(const std::string& precision, const torch::Device&
   return precision;
 }
 
+WeightAverage::WeightAverage(torch::nn::Module& model, double decay) : decay_(decay) {
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : state_dict(model)) {
+    live_.push_back(t);
+    avg_.push_back(t.detach().clone());
+  }
+}
+
+double WeightAverage::decay_at(double decay, int64_t step) {
+  return std::min(decay, (1.0 + static_cast<double>(step)) / (10.0 + static_cast<double>(step)));
+}
+
+void WeightAverage::update(int64_t step) {
+  torch::NoGradGuard no_grad;
+  const double d = decay_at(decay_, step);
+  for (size_t i = 0; i < avg_.size(); ++i) {
+    if (avg_[i].is_floating_point()) avg_[i].lerp_(live_[i], 1.0 - d);  // d * avg + (1 - d) * live
+    else avg_[i].copy_(live_[i]);
+  }
+}
+
+void WeightAverage::swap() {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < avg_.size(); ++i) {
+    auto held = live_[i].clone();
+    live_[i].copy_(avg_[i]);
+    avg_[i].copy_(held);
+  }
+}
+
 AutocastGuard::AutocastGuard(bool enabled, const torch::Device& device) : enabled_(enabled), cpu_(device.is_cpu()) {
   if (enabled_) set(true);
 }
@@ -439,6 +469,25 @@ double forward_backward(const std::function<torch::Tensor(const Batch&)>& loss_o
 
 namespace {
 
+// With train.ema_decay a checkpoint's model.safetensors holds the average (what evaluation,
+// keep-best and deployment use) and this file the weights being trained (for resume).
+constexpr const char* kTrainingWeights = "training_weights.safetensors";
+
+// The model holds the averages while alive (no-op without an average).
+struct AveragedWeights {
+  explicit AveragedWeights(WeightAverage* average) : average_(average) {
+    if (average_) average_->swap();
+  }
+  ~AveragedWeights() {
+    if (average_) average_->swap();
+  }
+  AveragedWeights(const AveragedWeights&) = delete;
+  AveragedWeights& operator=(const AveragedWeights&) = delete;
+
+ private:
+  WeightAverage* average_;
+};
+
 }  // namespace
 
 TrainResult train(Task& task, const TrainerArgs& args) {
@@ -473,11 +522,26 @@ TrainResult train(Task& task, const TrainerArgs& args) {
   double best_value = greater ? -INFINITY : INFINITY;
   std::string best_checkpoint;
   double examples_seen = 0;
+  std::optional<WeightAverage> average;
 
   if (!args.resume_from.empty()) {
     const fs::path dir = args.resume_from;
     const json st = read_json_file((dir / "trainer_state.json").string());
     load_model(*model, (dir / "model.safetensors").string());
+    const std::string live = (dir / kTrainingWeights).string();
+    const double saved_decay = st.value("ema_decay", 0.0);
+    if (o.ema_decay > 0 && saved_decay <= 0)
+      throw Error(cat(args.resume_from, " was trained without train.ema_decay, so it has no weight average to "
+                      "continue: resume with --set train.ema_decay=0, or start a new run"));
+    if (o.ema_decay <= 0 && saved_decay > 0)
+      throw Error(cat(args.resume_from, " was trained with train.ema_decay=", saved_decay,
+                      " (its model.safetensors is the average, ", live, " the weights being trained): resume with "
+                      "--set train.ema_decay=", saved_decay));
+    if (o.ema_decay > 0) {
+      average.emplace(*model, o.ema_decay);  // from model.safetensors
+      if (!fs::exists(live)) throw Error(cat(live, ": missing; a checkpoint trained with train.ema_decay needs it"));
+      load_model(*model, live);
+    }
     try {
       torch::load(*optimizer, (dir / "optimizer.pt").string());
     } catch (const c10::Error& e) {
@@ -497,6 +561,9 @@ TrainResult train(Task& task, const TrainerArgs& args) {
                       "; raise train.max_steps (--set train.max_steps=N) to train further"));
   }
 
+  if (o.ema_decay > 0 && !average) average.emplace(*model, o.ema_decay);
+  WeightAverage* const avg = average ? &*average : nullptr;
+
   TrainLogger log(args.output_dir, total_steps, o.report_to_tensorboard);
   log.message(cat("training ", total_steps, " steps (", steps_per_epoch, " per epoch, batch ",
                   o.per_device_train_batch_size, "x", o.gradient_accumulation_steps, ") on ", device.str(), ", ",
@@ -507,7 +574,11 @@ TrainResult train(Task& task, const TrainerArgs& args) {
   auto save = [&](const Metrics* eval_metrics) {
     CheckpointWriter w(args.output_dir, step);
     write_json_file(w.path("config.json"), config);
-    save_model(*model, w.path("model.safetensors"), config);
+    if (avg) save_model(*model, w.path(kTrainingWeights), config);
+    {
+      AveragedWeights averaged(avg);
+      save_model(*model, w.path("model.safetensors"), config);
+    }
     torch::save(*optimizer, w.path("optimizer.pt"));
     task.save_assets(w.tmp_dir());
     json st = {{"global_step", step},
@@ -521,6 +592,7 @@ TrainResult train(Task& task, const TrainerArgs& args) {
                {"best_model_checkpoint", best_checkpoint},
                {"evals_without_improvement", evals_without_improvement},
                {"seed", o.seed},
+               {"ema_decay", o.ema_decay},
                {"rng_state", rng_state(device)}};
     if (eval_metrics) st["eval_metrics"] = *eval_metrics;
     write_json_file(w.path("trainer_state.json"), st);
@@ -530,7 +602,11 @@ TrainResult train(Task& task, const TrainerArgs& args) {
   };
 
   auto evaluate = [&]() {
-    Metrics m = task.evaluate("valid", o.per_device_eval_batch_size, device);
+    Metrics m;
+    {
+      AveragedWeights averaged(avg);
+      m = task.evaluate("valid", o.per_device_eval_batch_size, device);
+    }
     model->train();
     json j(m);
     log.log_eval(step, "valid", j);
@@ -595,6 +671,7 @@ TrainResult train(Task& task, const TrainerArgs& args) {
     for (auto& group : optimizer->param_groups()) group.options().set_lr(lr);
     optimizer->step();
     ++step;
+    if (avg) avg->update(step);
     examples_seen += step_examples;
     window_loss += step_loss;
     window_examples += step_examples;

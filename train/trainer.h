@@ -36,6 +36,7 @@ struct TrainOptions {
   double warmup_ratio = 0.0;
   double max_grad_norm = 1.0;  // 0 disables clipping
   double label_smoothing_factor = 0.0;  // classification losses (Hugging Face's name)
+  double ema_decay = 0.0;  // exponential moving average of the weights; 0 = off
   int64_t logging_steps = 50;
   int64_t eval_steps = 0;  // 0: evaluate at the end only
   int64_t save_steps = 500;  // 0: save at the end only
@@ -70,6 +71,10 @@ struct TrainOptions {
     v("max_grad_norm", max_grad_norm, "clip gradients to this global norm; 0 = off", at_least(0));
     v("label_smoothing_factor", label_smoothing_factor,
       "classification: cross-entropy against (1 - e) one-hot + e uniform targets", between(0, 1));
+    v("ema_decay", ema_decay,
+      "keep an exponential moving average of the weights (decay per step, e.g. 0.9998; 0 = off): evaluations, "
+      "keep-best and each checkpoint's model.safetensors use the average",
+      between(0, 0.999999));
     v("logging_steps", logging_steps, "log every N optimizer steps", at_least(1));
     v("eval_steps", eval_steps, "evaluate every N steps (and at the end); 0 = end only", at_least(0));
     v("save_steps", save_steps, "checkpoint every N steps (and at the end); 0 = end only", at_least(0));
@@ -105,6 +110,26 @@ class ThreadedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
   torch::Tensor step(LossClosure closure = nullptr) override;
+};
+
+/// Exponential moving average of a model's weights (Polyak averaging, timm's ModelEma):
+/// after optimizer step n (1-based) every floating-point parameter and buffer moves
+/// avg = d * avg + (1 - d) * weight, with d = decay_at(decay, n) = min(decay, (1 + n) / (10 + n))
+/// so that the first averages are not dominated by the initial weights. Other buffers are
+/// copied. The average starts as a copy of the model's current weights.
+class WeightAverage {
+ public:
+  WeightAverage(torch::nn::Module& model, double decay);
+  static double decay_at(double decay, int64_t step);
+  void update(int64_t step);
+  /// Exchanges the averages and the model's weights in place (a second call undoes it).
+  void swap();
+  /// The averaged tensors, in state_dict() order.
+  const std::vector<torch::Tensor>& averages() const { return avg_; }
+
+ private:
+  double decay_;
+  std::vector<torch::Tensor> live_, avg_;
 };
 
 /// bf16 autocast for the forward pass while alive (when `enabled`): on CUDA with LibTorch >= 2,
