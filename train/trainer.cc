@@ -528,18 +528,22 @@ TrainResult train(Task& task, const TrainerArgs& args) {
     const fs::path dir = args.resume_from;
     const json st = read_json_file((dir / "trainer_state.json").string());
     load_model(*model, (dir / "model.safetensors").string());
+    // The checkpoint has an average exactly when it has the weights being trained beside it.
     const std::string live = (dir / kTrainingWeights).string();
-    const double saved_decay = st.value("ema_decay", 0.0);
-    if (o.ema_decay > 0 && saved_decay <= 0)
+    const bool averaged = fs::exists(live);
+    if (o.ema_decay > 0 && !averaged)
       throw Error(cat(args.resume_from, " was trained without train.ema_decay, so it has no weight average to "
                       "continue: resume with --set train.ema_decay=0, or start a new run"));
-    if (o.ema_decay <= 0 && saved_decay > 0)
-      throw Error(cat(args.resume_from, " was trained with train.ema_decay=", saved_decay,
+    if (o.ema_decay <= 0 && averaged) {
+      const double saved = read_json_file((dir / "config.json").string())
+                               .value("train", json::object())
+                               .value("ema_decay", 0.0);
+      throw Error(cat(args.resume_from, " was trained with train.ema_decay=", saved,
                       " (its model.safetensors is the average, ", live, " the weights being trained): resume with "
-                      "--set train.ema_decay=", saved_decay));
-    if (o.ema_decay > 0) {
+                      "--set train.ema_decay=", saved));
+    }
+    if (averaged) {
       average.emplace(*model, o.ema_decay);  // from model.safetensors
-      if (!fs::exists(live)) throw Error(cat(live, ": missing; a checkpoint trained with train.ema_decay needs it"));
       load_model(*model, live);
     }
     try {
@@ -592,7 +596,6 @@ TrainResult train(Task& task, const TrainerArgs& args) {
                {"best_model_checkpoint", best_checkpoint},
                {"evals_without_improvement", evals_without_improvement},
                {"seed", o.seed},
-               {"ema_decay", o.ema_decay},
                {"rng_state", rng_state(device)}};
     if (eval_metrics) st["eval_metrics"] = *eval_metrics;
     write_json_file(w.path("trainer_state.json"), st);
