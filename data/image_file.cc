@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "train/error.h"
+#include "core/error.h"
 
 // The one translation unit that compiles stb_image. Only the formats zoo documents are
 // built in, which keeps the rarely used (and less hardened) decoders out.

@@ -13,7 +13,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo::data {
 namespace {

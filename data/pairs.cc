@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "data/text.h"
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo::data {
 namespace {

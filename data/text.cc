@@ -7,7 +7,7 @@
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo::data {
 namespace {

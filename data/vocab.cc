@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/text.h"
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo::data {
 namespace {

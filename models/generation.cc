@@ -7,7 +7,7 @@
 #include <numeric>
 #include <utility>
 
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo::models {
 namespace {

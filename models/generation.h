@@ -20,7 +20,7 @@
 
 #include <torch/torch.h>
 
-#include "train/config.h"
+#include "core/options.h"
 
 namespace zoo::models {
 

@@ -7,6 +7,8 @@
 
 #include <torch/version.h>
 
+#include "core/threads.h"
+
 namespace zoo::models {
 
 torch::Tensor attention_math(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -172,24 +174,6 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
   }
   return attention_math(q, k, v, mask, p, causal);
 #endif
-}
-
-const OpenBlasThreads& openblas_threads() {
-  static const OpenBlasThreads fns{
-      reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")),
-      reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))};
-  return fns;
-}
-
-ScopedSingleThreadedBlas::ScopedSingleThreadedBlas() {
-  const auto& blas = openblas_threads();
-  if (!blas.get || !blas.set || at::in_parallel_region()) return;  // inside a region: the outermost guard did it
-  saved_ = blas.get();
-  if (saved_ > 1) blas.set(1);
-}
-
-ScopedSingleThreadedBlas::~ScopedSingleThreadedBlas() {
-  if (saved_ > 1) openblas_threads().set(saved_);
 }
 
 torch::Tensor split_heads(const torch::Tensor& x, int64_t heads) {

@@ -18,29 +18,6 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
 torch::Tensor attention_math(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& mask, double p, bool causal);
 
-/// OpenBLAS's thread-count functions when LibTorch's BLAS is OpenBLAS (null otherwise),
-/// looked up once.
-struct OpenBlasThreads {
-  int (*get)() = nullptr;
-  void (*set)(int) = nullptr;
-};
-const OpenBlasThreads& openblas_threads();
-
-/// While alive, OpenBLAS (when LibTorch uses it) runs single-threaded: for code that gives
-/// each of LibTorch's threads its own matrix products. OpenBLAS's pool of threads fights
-/// them for the cores otherwise (measured: 2 threads no faster than one). Restores the
-/// previous count; a no-op inside a parallel region and without OpenBLAS.
-class ScopedSingleThreadedBlas {
- public:
-  ScopedSingleThreadedBlas();
-  ~ScopedSingleThreadedBlas();
-  ScopedSingleThreadedBlas(const ScopedSingleThreadedBlas&) = delete;
-  ScopedSingleThreadedBlas& operator=(const ScopedSingleThreadedBlas&) = delete;
-
- private:
-  int saved_ = 0;
-};
-
 /// (B, T, H) -> (B, heads, T, H/heads), and back.
 torch::Tensor split_heads(const torch::Tensor& x, int64_t heads);
 torch::Tensor merge_heads(const torch::Tensor& x);

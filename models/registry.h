@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "train/config.h"
+#include "core/options.h"
 
 namespace zoo::models {
 

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo::models {
 

@@ -38,7 +38,7 @@
 #include <torch/torch.h>
 
 #include "models/generation.h"
-#include "train/config.h"
+#include "core/options.h"
 
 namespace zoo::models {
 

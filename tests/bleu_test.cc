@@ -11,7 +11,7 @@
 
 #include "tests/test_util.h"
 #include "train/bleu.h"
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo {
 namespace {

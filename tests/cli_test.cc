@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.h"
-#include "models/layers.h"
+#include "core/threads.h"
 #include "train/config.h"
 #include "train/device.h"
 
@@ -81,7 +81,7 @@ TEST(Cli, DevicesShowsThePassiveOpenMpPolicyUnlessTheUserSetsOne) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("OpenMP wait policy PASSIVE"), std::string::npos) << r.output;
   // The OpenBLAS lines appear where LibTorch uses OpenBLAS (Debian's); pip's uses MKL.
-  const bool openblas = models::openblas_threads().get != nullptr;
+  const bool openblas = openblas_threads().get != nullptr;
   if (openblas) {
     EXPECT_NE(r.output.find("OpenBLAS 2 threads"), std::string::npos) << r.output;
   }

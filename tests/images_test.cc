@@ -16,7 +16,7 @@
 #include "data/image_file.h"
 #include "data/images.h"
 #include "tests/test_util.h"
-#include "train/error.h"
+#include "core/error.h"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>

@@ -16,7 +16,7 @@
 #include <torch/torch.h>
 
 #include "tests/test_util.h"
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo::safetensors {
 namespace {

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/test_util.h"
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo {
 namespace {

@@ -21,7 +21,7 @@
 #include "data/text.h"
 #include "data/vocab.h"
 #include "tests/test_util.h"
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo::data {
 namespace {

@@ -4,8 +4,9 @@
 #include <torch/torch.h>
 
 #include "tools/commands.h"
+#include "core/threads.h"
 #include "train/device.h"
-#include "train/error.h"
+#include "core/error.h"
 
 int main(int argc, char** argv) {
   zoo::use_passive_openmp(argv);  // may re-execute with OMP_WAIT_POLICY=PASSIVE

@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "data/text.h"
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo {
 namespace {

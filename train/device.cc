@@ -1,10 +1,5 @@
 #include "train/device.h"
 
-#include <unistd.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -16,8 +11,8 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
-#include "models/layers.h"
-#include "train/error.h"
+#include "core/threads.h"
+#include "core/error.h"
 
 #if ZOO_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -80,41 +75,6 @@ std::string describe_cuda_device(int64_t i) {
 
 }  // namespace
 
-namespace {
-bool passive_openmp() {
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  if (!policy) return false;
-  std::string p(policy);
-  for (auto& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return p == "passive";
-}
-}  // namespace
-
-void configure_cpu_threads(int threads) {
-#if defined(__GLIBC__)
-  // Training allocates and frees the same large activations every step. glibc's defaults
-  // mmap/munmap them (and trim the heap), so every step pays page faults on fresh memory.
-  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);  // glibc's maximum on 64-bit
-  mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
-#endif
-  if (threads <= 0 && !std::getenv("OMP_NUM_THREADS")) threads = static_cast<int>(std::thread::hardware_concurrency());
-  if (threads > 0) at::set_num_threads(threads);
-  if (at::get_num_threads() > 1 && !std::getenv("OPENBLAS_NUM_THREADS")) {
-    if (auto set = models::openblas_threads().set) set(passive_openmp() ? at::get_num_threads() : 1);
-  }
-}
-
-void use_passive_openmp(char** argv) {
-#if defined(__linux__)
-  if (std::getenv("OMP_WAIT_POLICY") || argv == nullptr || argv[0] == nullptr) return;
-  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  unsetenv("OMP_WAIT_POLICY");  // exec failed (no /proc?): carry on as we are
-#else
-  (void)argv;
-#endif
-}
-
 torch::Device resolve_device(const std::string& spec) {
   if (spec == "auto") {
     if (torch::cuda::is_available()) return torch::Device(torch::kCUDA, 0);
@@ -156,7 +116,7 @@ std::string describe_devices() {
      << at::get_num_interop_threads() << " inter-op\n";
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   os << "cpu threading: OpenMP wait policy " << (policy ? policy : "unset (active)");
-  if (auto get = models::openblas_threads().get) os << ", OpenBLAS " << get() << " threads";
+  if (auto get = openblas_threads().get) os << ", OpenBLAS " << get() << " threads";
   os << "\n";
   const std::string bf16 = cpu_bf16_support();
   os << "cpu bf16 (train.precision=bf16): " << (bf16.empty() ? "no (needs AVX512-BF16 or AMX and oneDNN)" : bf16) << "\n";

@@ -10,7 +10,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo {
 namespace {

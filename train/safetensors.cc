@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo::safetensors {
 namespace {

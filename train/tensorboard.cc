@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "train/error.h"
+#include "core/error.h"
 
 namespace zoo {
 namespace tfrecord {

@@ -15,7 +15,7 @@
 
 #include <ATen/Parallel.h>
 
-#include "models/layers.h"
+#include "core/threads.h"
 #include "train/checkpoint.h"
 #include "train/device.h"
 #include "train/logging.h"
@@ -429,7 +429,7 @@ double forward_backward(const std::function<torch::Tensor(const Batch&)>& loss_o
   std::vector<torch::autograd::variable_list> grads(parts.size());
   const bool grad_mode = torch::GradMode::is_enabled();
   {
-    models::ScopedSingleThreadedBlas blas;
+    ScopedSingleThreadedBlas blas;
     // oneDNN's convolutions wait for a full team of OpenMP threads and hang when called from
     // inside a parallel region: use LibTorch's own kernels meanwhile, unless the caller needs
     // oneDNN's bf16 matrix products (they run single-threaded there, as they should).

@@ -21,6 +21,7 @@
 #include <torch/torch.h>
 
 #include "models/seq2seq.h"
+#include "core/threads.h"
 #include "train/device.h"
 #include "train/safetensors.h"
 

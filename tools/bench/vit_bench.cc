@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include "models/vit.h"
+#include "core/threads.h"
 #include "train/device.h"
 #include "train/trainer.h"
 
