@@ -77,11 +77,131 @@ json resolve_seq2seq(const json& merged) {
   return out;
 }
 
+
+json resolve_vit(const json& merged) {
+  auto o = read_options<ViTOptions>(merged, "model", {"model_type"});
+  o.validate();
+  json out = {{"model_type", "vit"}};
+  out.update(to_json(o));
+  return out;
+}
+
+// Hugging Face's id2label {"0": name, ...} -> labels by index.
+std::vector<std::string> labels_of(const json& id2label) {
+  std::vector<std::string> labels(id2label.size());
+  for (auto it = id2label.begin(); it != id2label.end(); ++it) {
+    size_t i = 0;
+    try {
+      i = std::stoul(it.key());
+    } catch (...) {
+      throw Error(cat("Hugging Face config: id2label key '", it.key(), "' is not an index"));
+    }
+    if (i >= labels.size()) throw Error("Hugging Face config: id2label indices are not 0..N-1");
+    labels[i] = it.value().get<std::string>();
+  }
+  return labels;
+}
+
+// The fields of `Options` that a Hugging Face config carries under the same names.
+template <class Options>
+json same_named_fields(const json& hf, const std::string& model_type) {
+  json model = {{"model_type", model_type}};
+  for (const auto& doc : describe_options<Options>())
+    if (hf.contains(doc.key)) model[doc.key] = hf[doc.key];
+  return model;
+}
+
+json vit_from_hf(const json& hf) {
+  json model = same_named_fields<ViTOptions>(hf, "vit");
+  if (hf.contains("id2label") && hf["id2label"].is_object()) {
+    const auto labels = labels_of(hf["id2label"]);
+    model["labels"] = labels;
+    model["num_labels"] = labels.size();
+  }
+  return model;
+}
+
+// Classification heads: labels become id2label/label2id ("LABEL_i" when unnamed).
+json with_hf_labels(json hf) {
+  json id2label = json::object(), label2id = json::object();
+  const int64_t n = hf.value("num_labels", 0);
+  for (int64_t i = 0; i < n; ++i) {
+    std::string name = cat("LABEL_", i);
+    if (hf.contains("labels") && static_cast<int64_t>(hf["labels"].size()) == n) name = hf["labels"][i];
+    id2label[std::to_string(i)] = name;
+    label2id[name] = i;
+  }
+  hf.erase("labels");
+  hf.erase("num_labels");
+  hf["id2label"] = id2label;
+  hf["label2id"] = label2id;
+  return hf;
+}
+
+json vit_to_hf(const json& model, const std::string& architecture) {
+  json hf = with_hf_labels(model);
+  hf["architectures"] = {architecture};
+  hf["encoder_stride"] = model.value("patch_size", 16);
+  hf["torch_dtype"] = "float32";
+  return hf;
+}
+
+json seq2seq_from_hf(const json& hf) {  // what seq2seq_to_hf writes
+  json model = same_named_fields<Seq2SeqOptions>(hf, "seq2seq");
+  if (hf.contains("decoder_start_token_id")) model["bos_id"] = hf["decoder_start_token_id"];
+  if (hf.contains("eos_token_id")) model["eos_id"] = hf["eos_token_id"];
+  return model;
+}
+
+// No transformers class implements this GRU model; the file records the architecture and
+// the special ids under Hugging Face's encoder-decoder names (zoo loads it back).
+json seq2seq_to_hf(const json& model, const std::string& architecture) {
+  json hf = model;
+  hf.erase("bos_id");
+  hf.erase("eos_id");
+  hf["architectures"] = {architecture};
+  hf["is_encoder_decoder"] = true;
+  hf["vocab_size"] = model.value("target_vocab_size", 0);
+  hf["hidden_size"] = model.value("units", 0);
+  hf["pad_token_id"] = model.value("pad_id", 0);
+  hf["bos_token_id"] = model.value("bos_id", -1);
+  hf["decoder_start_token_id"] = model.value("bos_id", -1);
+  hf["eos_token_id"] = model.value("eos_id", -1);
+  hf["torch_dtype"] = "float32";
+  return hf;
+}
+
+std::vector<detail::Doc> seq2seq_docs() {
+  auto docs = describe_options<Seq2SeqOptions>();
+  docs.push_back({"bos_id", "int", "-1", "id of <start> in the target vocabulary (filled in from the data)", ">= -1"});
+  docs.push_back({"eos_id", "int", "-1", "id of <end> in the target vocabulary (filled in from the data)", ">= -1"});
+  return docs;
+}
+
 }  // namespace
 
-const std::vector<std::string>& model_types() {
-  static const std::vector<std::string> t{"vit", "seq2seq"};
-  return t;
+const std::vector<ModelEntry>& model_registry() {
+  static const std::vector<ModelEntry> table{
+      {"vit", "image_classification", resolve_vit, describe_options<ViTOptions>, vit_from_hf, vit_to_hf,
+       {{"image_classification", "ViTForImageClassification"}}},
+      {"seq2seq", "translation", resolve_seq2seq, seq2seq_docs, seq2seq_from_hf, seq2seq_to_hf,
+       {{"translation", "Seq2SeqGRUAttention"}}},
+  };
+  return table;
+}
+
+std::vector<std::string> model_types() {
+  std::vector<std::string> types;
+  for (const auto& e : model_registry()) types.push_back(e.model_type);
+  return types;
+}
+
+const ModelEntry& model_entry(const std::string& type) {
+  for (const auto& e : model_registry())
+    if (e.model_type == type) return e;
+  const std::string near = nearest(type, model_types());
+  throw Error(cat("config: unknown model_type '", type, "'; known types: ", join(model_types()),
+                  near.empty() ? "" : " (did you mean '" + near + "'?)"));
 }
 
 std::vector<std::string> preset_names() {
@@ -111,92 +231,32 @@ json resolve_model_config(const json& section) {
     throw Error(cat("config: the model section needs a model_type (one of: ", join(model_types()),
                     ") or a preset (", join(preset_names()), ")"));
   if (!merged["model_type"].is_string()) throw Error("config: model.model_type must be a string");
-  const std::string type = merged["model_type"];
-  if (type == "vit") {
-    auto o = read_options<ViTOptions>(merged, "model", {"model_type"});
-    o.validate();
-    json out = {{"model_type", "vit"}};
-    out.update(to_json(o));
-    return out;
-  }
-  if (type == "seq2seq") return resolve_seq2seq(merged);
-  const std::string near = nearest(type, model_types());
-  throw Error(cat("config: unknown model_type '", type, "'; known types: ", join(model_types()),
-                  near.empty() ? "" : " (did you mean '" + near + "'?)"));
+  return model_entry(merged["model_type"]).resolve(merged);
 }
 
-json from_hf_config(const json& hf) {
+json from_hf_config(const json& hf, std::string* task) {
   const std::string type = hf.value("model_type", "");
-  if (type == "seq2seq") {  // what to_hf_config writes for zoo's seq2seq
-    json model = {{"model_type", "seq2seq"}};
-    for (const auto& doc : describe_options<Seq2SeqOptions>())
-      if (hf.contains(doc.key)) model[doc.key] = hf[doc.key];
-    if (hf.contains("decoder_start_token_id")) model["bos_id"] = hf["decoder_start_token_id"];
-    if (hf.contains("eos_token_id")) model["eos_id"] = hf["eos_token_id"];
-    return resolve_model_config(model);
-  }
-  if (type != "vit")
+  const ModelEntry* entry = nullptr;
+  for (const auto& e : model_registry())
+    if (e.model_type == type) entry = &e;
+  if (!entry)
     throw Error(cat("Hugging Face model_type '", type, "' is not supported; zoo loads: ", join(model_types())));
-  json model = {{"model_type", "vit"}};
-  for (const auto& doc : describe_options<ViTOptions>())
-    if (hf.contains(doc.key)) model[doc.key] = hf[doc.key];
-  if (hf.contains("id2label") && hf["id2label"].is_object()) {
-    const auto& m = hf["id2label"];
-    std::vector<std::string> labels(m.size());
-    for (auto it = m.begin(); it != m.end(); ++it) {
-      size_t i = 0;
-      try {
-        i = std::stoul(it.key());
-      } catch (...) {
-        throw Error(cat("Hugging Face config: id2label key '", it.key(), "' is not an index"));
-      }
-      if (i >= labels.size()) throw Error("Hugging Face config: id2label indices are not 0..N-1");
-      labels[i] = it.value().get<std::string>();
-    }
-    model["labels"] = labels;
-    model["num_labels"] = labels.size();
+  if (task) {
+    *task = "";
+    for (const auto& arch : hf.value("architectures", json::array()))
+      for (const auto& [name, class_name] : entry->architectures)
+        if (arch.is_string() && arch.get<std::string>() == class_name) *task = name;
   }
-  return resolve_model_config(model);
+  return resolve_model_config(entry->from_hf(hf));
 }
 
-json to_hf_config(const json& model) {
-  const std::string type = model.at("model_type");
-  if (type == "seq2seq") {
-    // No transformers class implements this GRU model; the file records the architecture and
-    // the special ids under Hugging Face's encoder-decoder names (zoo loads it back).
-    json hf = model;
-    hf.erase("bos_id");
-    hf.erase("eos_id");
-    hf["architectures"] = {"Seq2SeqGRUAttention"};
-    hf["is_encoder_decoder"] = true;
-    hf["vocab_size"] = model.value("target_vocab_size", 0);
-    hf["hidden_size"] = model.value("units", 0);
-    hf["pad_token_id"] = model.value("pad_id", 0);
-    hf["bos_token_id"] = model.value("bos_id", -1);
-    hf["decoder_start_token_id"] = model.value("bos_id", -1);
-    hf["eos_token_id"] = model.value("eos_id", -1);
-    hf["torch_dtype"] = "float32";
-    return hf;
-  }
-  json hf = model;
-  hf.erase("labels");
-  json id2label = json::object(), label2id = json::object();
-  const int64_t n = model.value("num_labels", 0);
-  for (int64_t i = 0; i < n; ++i) {
-    std::string name = cat("LABEL_", i);
-    if (model.contains("labels") && static_cast<int64_t>(model["labels"].size()) == n) name = model["labels"][i];
-    id2label[std::to_string(i)] = name;
-    label2id[name] = i;
-  }
-  hf.erase("num_labels");
-  hf["id2label"] = id2label;
-  hf["label2id"] = label2id;
-  if (type == "vit") {
-    hf["architectures"] = {"ViTForImageClassification"};
-    hf["encoder_stride"] = model.value("patch_size", 16);
-  }
-  hf["torch_dtype"] = "float32";
-  return hf;
+json to_hf_config(const json& model, const std::string& task) {
+  const ModelEntry& entry = model_entry(model.at("model_type"));
+  const std::string name = task.empty() ? entry.default_task : task;
+  auto it = entry.architectures.find(name);
+  if (it == entry.architectures.end())
+    throw Error(cat("model_type '", entry.model_type, "' has no Hugging Face architecture for the task '", name, "'"));
+  return entry.to_hf(model, it->second);
 }
 
 }  // namespace zoo::models

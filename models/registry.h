@@ -1,5 +1,13 @@
 #pragma once
-// model_type -> options, presets by name, and conversion to/from Hugging Face configs.
+// The model registry: one table entry per model type, and presets by name.
+//
+// Adding a model family is one entry (models/registry.cc, kModels): how to resolve its
+// config section (defaults, limits, cross-field checks), how to read and write a Hugging
+// Face config.json, and the Hugging Face architecture name of each head, keyed by the task
+// that uses the head. The entry names the task a config gets when it names none; the task
+// table (train/task_registry.h) says which tasks a model type can serve.
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -7,8 +15,29 @@
 
 namespace zoo::models {
 
+struct ModelEntry {
+  std::string model_type;
+  /// The task of a config that names none ("image_classification", "translation").
+  std::string default_task;
+  /// The merged model section (preset expanded; "model_type" and any extra keys present)
+  /// -> the canonical section, every field filled in; throws zoo::Error naming the key.
+  std::function<json(const json& merged)> resolve;
+  /// The keys of the section, with default and help (`zoo train --help-config`).
+  std::function<std::vector<detail::Doc>()> describe;
+  /// A Hugging Face config.json -> a model section (resolved afterwards).
+  std::function<json(const json& hf)> from_hf;
+  /// A resolved model section -> a config.json for transformers, with `architecture`.
+  std::function<json(const json& section, const std::string& architecture)> to_hf;
+  /// Hugging Face architecture name (the class that holds the head) per task.
+  std::map<std::string, std::string> architectures;
+};
+
+/// Every model type, in table order.
+const std::vector<ModelEntry>& model_registry();
+/// The entry of `model_type`; throws zoo::Error listing the types (with "did you mean").
+const ModelEntry& model_entry(const std::string& model_type);
 /// Model types zoo can build ("vit", ...).
-const std::vector<std::string>& model_types();
+std::vector<std::string> model_types();
 /// Preset names ("vit-tiny", "vit-base-patch16-224", ...).
 std::vector<std::string> preset_names();
 
@@ -17,9 +46,11 @@ std::vector<std::string> preset_names();
 json resolve_model_config(const json& model_section);
 
 /// A Hugging Face config.json (top-level "model_type") -> our model section. Keys we do not
-/// use (architectures, torch_dtype, ...) are ignored, as transformers does.
-json from_hf_config(const json& hf);
-/// Our model section -> a config.json that transformers' from_pretrained accepts.
-json to_hf_config(const json& model_section);
+/// use (torch_dtype, ...) are ignored, as transformers does. When `task` is given, it is set
+/// to the task whose head the config's "architectures" names ("" when none matches).
+json from_hf_config(const json& hf, std::string* task = nullptr);
+/// Our model section -> a config.json that transformers' from_pretrained accepts, naming the
+/// architecture of `task`'s head ("" = the model type's default task).
+json to_hf_config(const json& model_section, const std::string& task = "");
 
 }  // namespace zoo::models

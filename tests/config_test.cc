@@ -7,7 +7,7 @@
 #include "test_util.h"
 #include "train/config.h"
 #include "train/device.h"
-#include "train/task.h"
+#include "train/task_registry.h"
 #include "train/trainer.h"
 
 namespace zoo {

@@ -8,7 +8,7 @@
 #include "train/checkpoint.h"
 #include "train/device.h"
 #include "train/safetensors.h"
-#include "train/task.h"
+#include "train/task_registry.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -157,7 +157,7 @@ class NanTask : public Task {
   Batch make_train_batch(const std::vector<int64_t>& idx, uint64_t) const override {
     return Batch{{torch::ones({static_cast<int64_t>(idx.size()), 2})}, static_cast<int64_t>(idx.size()), 0};
   }
-  torch::Tensor loss(const Batch& b) override {
+  Loss loss(const Batch& b) override {
     auto l = net_->forward(b.tensors[0]).pow(2).mean();
     return ++calls_ >= nan_at_ ? l * std::numeric_limits<float>::quiet_NaN() : l;
   }
@@ -204,7 +204,7 @@ class LinearTask : public Task {
     auto i = torch::tensor(idx, torch::kLong);
     return Batch{{x_.index_select(0, i), y_.index_select(0, i)}, static_cast<int64_t>(idx.size()), 0};
   }
-  torch::Tensor loss(const Batch& b) override {
+  Loss loss(const Batch& b) override {
     return (net_->forward(b.tensors[0]).squeeze(1) - b.tensors[1]).pow(2).mean();
   }
   Metrics evaluate(const std::string&, int64_t, const torch::Device&) override {
@@ -262,7 +262,7 @@ std::vector<torch::Tensor> gradients_of(const std::function<torch::Tensor(const 
                                         double weight, int64_t shards, const std::vector<torch::Tensor>& params,
                                         double* loss, bool onednn = false) {
   for (auto& p : params) const_cast<torch::Tensor&>(p).mutable_grad() = torch::Tensor();
-  *loss = forward_backward(loss_of, batch, weight, shards, params, {}, onednn);
+  *loss = forward_backward(loss_of, batch, weight, shards, params, {}, onednn).total;
   std::vector<torch::Tensor> g;
   for (auto& p : params) g.push_back(p.grad().clone());
   return g;
@@ -454,6 +454,166 @@ TEST(Checkpoint, RotationKeepsNewestAndBest) {
 TEST(Checkpoint, Base64RoundTrip) {
   for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)})
     EXPECT_EQ(base64_decode(base64_encode(s)), s);
+}
+
+
+// A linear model whose loss has two named parts; it records the model's mode in loss() and
+// evaluate(), and evaluates its own loss on all the data.
+class TwoPartTask : public LinearTask {
+ public:
+  Loss loss(const Batch& b) override {
+    loss_saw_training = loss_saw_training && net_->is_training();
+    auto err = net_->forward(b.tensors[0]).squeeze(1) - b.tensors[1];
+    auto squared = err.pow(2).mean(), absolute = err.abs().mean();
+    return {squared + absolute, {{"squared", squared}, {"absolute", absolute}}};
+  }
+  Metrics evaluate(const std::string&, int64_t, const torch::Device&) override {
+    eval_saw_training = eval_saw_training || net_->is_training();
+    eval_saw_grad = eval_saw_grad || torch::GradMode::is_enabled();
+    return {{"loss", 1.0}};
+  }
+  bool loss_saw_training = true, eval_saw_training = false, eval_saw_grad = false;
+};
+
+TEST(Trainer, LossPartsAreLoggedBesideTheTotal) {
+  test::TempDir dir;
+  TwoPartTask task;
+  train(task, TrainerArgs{linear_config({{"max_steps", 4}, {"per_device_train_batch_size", 8}, {"logging_steps", 2},
+                                         {"eval_steps", 2}}),
+                          "x", dir / "out", torch::Device(torch::kCPU), ""});
+  std::ifstream in(dir / "out/metrics.jsonl");
+  int train_lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = json::parse(line);
+    if (j["type"] != "train") continue;
+    ++train_lines;
+    ASSERT_TRUE(j.contains("loss_squared") && j.contains("loss_absolute")) << line;
+    EXPECT_NEAR(j["loss"].get<double>(), j["loss_squared"].get<double>() + j["loss_absolute"].get<double>(), 1e-9);
+    EXPECT_GT(j["loss_absolute"].get<double>(), 0.0);
+  }
+  EXPECT_EQ(train_lines, 2);
+  // The trainer owns the mode: training mode in loss(), eval mode without gradients in evaluate().
+  EXPECT_TRUE(task.loss_saw_training);
+  EXPECT_FALSE(task.eval_saw_training);
+  EXPECT_FALSE(task.eval_saw_grad);
+  EXPECT_TRUE(task.net_->is_training());  // given back after the evaluations
+}
+
+TEST(Trainer, AfterBackwardHookSeesTheGradientsBeforeTheUpdate) {
+  test::TempDir dir;
+  LinearTask task;
+  const auto w0 = task.net_->weight.detach().clone();
+  int calls = 0;
+  TrainerArgs args{linear_config({{"max_steps", 3}, {"per_device_train_batch_size", 8},
+                                  {"gradient_accumulation_steps", 2}}),
+                   "x", dir / "out", torch::Device(torch::kCPU), ""};
+  args.hooks.after_backward = [&](const std::vector<torch::Tensor>& params) {
+    ++calls;
+    for (const auto& p : params) {
+      ASSERT_TRUE(p.grad().defined());
+      const_cast<torch::Tensor&>(p).mutable_grad().zero_();  // as if the other processes cancelled it
+    }
+  };
+  train(task, args);
+  EXPECT_EQ(calls, 3);  // once per optimizer step, not per micro-batch
+  EXPECT_TRUE(torch::equal(task.net_->weight, w0));  // the update used the hook's gradients
+}
+
+TEST(Trainer, OnlyTheWritingProcessWritesLogsAndCheckpoints) {
+  test::TempDir dir;
+  LinearTask writer, reader;
+  {
+    torch::NoGradGuard g;
+    reader.net_->weight.copy_(writer.net_->weight);
+    reader.net_->bias.copy_(writer.net_->bias);
+  }
+  const json config = linear_config({{"max_steps", 4}, {"per_device_train_batch_size", 8}, {"save_steps", 2}});
+  TrainerArgs quiet{config, "x", dir / "quiet", torch::Device(torch::kCPU), ""};
+  quiet.hooks.is_writer = [] { return false; };
+  const auto r = train(reader, quiet);
+  EXPECT_EQ(r.global_step, 4);
+  EXPECT_FALSE(fs::exists(dir / "quiet"));
+  train(writer, TrainerArgs{config, "x", dir / "loud", torch::Device(torch::kCPU), ""});
+  EXPECT_TRUE(fs::exists(dir / "loud/metrics.jsonl"));
+  EXPECT_TRUE(fs::exists(dir / "loud/checkpoint-4/model.safetensors"));
+  EXPECT_TRUE(torch::equal(reader.net_->weight, writer.net_->weight));  // same training either way
+}
+
+// Two modules sharing a body under different prefixes, with different heads.
+struct Body : torch::nn::Module {
+  Body() { layer = register_module("layer", torch::nn::Linear(3, 4)); }
+  torch::nn::Linear layer{nullptr};
+};
+struct Pretrained : torch::nn::Module {
+  Pretrained() {
+    body = register_module("encoder", std::make_shared<Body>());
+    head = register_module("lm_head", torch::nn::Linear(4, 5));
+  }
+  std::shared_ptr<Body> body;
+  torch::nn::Linear head{nullptr};
+};
+struct Classifier : torch::nn::Module {
+  explicit Classifier(int64_t in = 4) {
+    body = register_module("bert", std::make_shared<Body>());
+    head = register_module("classifier", torch::nn::Linear(in, 2));
+  }
+  std::shared_ptr<Body> body;
+  torch::nn::Linear head{nullptr};
+};
+
+TEST(FineTuning, InitFromLoadsTheMatchingWeightsThroughTheKeyMap) {
+  test::TempDir dir;
+  Pretrained source;
+  fs::create_directories(dir / "pre");
+  save_model(source, dir / "pre/model.safetensors", json::object());
+  Classifier target;
+  const auto head_before = target.head->weight.detach().clone();
+  const auto report = init_from_pretrained(target, dir / "pre", {"encoder.=bert."});
+  EXPECT_TRUE(torch::equal(target.body->layer->weight, source.body->layer->weight));
+  EXPECT_TRUE(torch::equal(target.body->layer->bias, source.body->layer->bias));
+  EXPECT_TRUE(torch::equal(target.head->weight, head_before));  // newly initialised, untouched
+  EXPECT_EQ(report.loaded, (std::vector<std::string>{"bert.layer.weight", "bert.layer.bias"}));
+  EXPECT_EQ(report.missing, (std::vector<std::string>{"classifier.weight", "classifier.bias"}));
+  EXPECT_EQ(report.unexpected, (std::vector<std::string>{"lm_head.bias", "lm_head.weight"}));
+  // Without the map nothing matches: an error that says how to map the names.
+  try {
+    init_from_pretrained(target, dir / "pre", {});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("init_from_key_map"), std::string::npos) << e.what();
+  }
+  // A shape mismatch names the tensor and both shapes.
+  Classifier wide(4);
+  wide.body->layer = wide.body->replace_module("layer", torch::nn::Linear(6, 4));
+  try {
+    init_from_pretrained(wide, dir / "pre", {"encoder.=bert."});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'encoder.layer.weight' has shape [4, 3]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'bert.layer.weight' has shape [4, 6]"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(init_from_pretrained(target, dir / "nowhere", {}), Error);
+  EXPECT_THROW(init_from_pretrained(target, dir / "pre", {"no-equals-sign"}), Error);
+}
+
+TEST(FineTuning, TrainInitFromStartsFromACheckpointsWeights) {
+  test::TempDir dir;
+  const json config = tiny_config(dir);
+  json two = config;
+  two["train"]["max_steps"] = 2;
+  two["train"]["save_steps"] = 2;
+  run(two, dir / "a");
+  json fine = two;
+  fine["train"]["seed"] = 99;  // other initial weights, unless init_from replaces them
+  fine["train"]["max_steps"] = 1;
+  fine["train"]["learning_rate"] = 0.0;
+  fine["train"]["init_from"] = dir / "a/checkpoint-2";
+  run(fine, dir / "b");
+  const auto a = safetensors::load(dir / "a/checkpoint-2/model.safetensors").tensors;
+  const auto b = safetensors::load(dir / "b/checkpoint-1/model.safetensors").tensors;
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, t] : a) EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
 }
 
 }  // namespace

@@ -18,7 +18,7 @@
 #include "data/vocab.h"
 #include "test_util.h"
 #include "train/heatmap.h"
-#include "train/task.h"
+#include "train/task_registry.h"
 
 namespace fs = std::filesystem;
 
@@ -246,7 +246,7 @@ TEST(TranslationData, BatchesArePaddedBucketedAndDeterministic) {
   // Teacher forcing draws from the batch seed only: same seed, same loss; finite and near
   // log(V) for an untrained model.
   torch::NoGradGuard no_grad;
-  const double l1 = task->loss(a).item<double>(), l2 = task->loss(b).item<double>();
+  const double l1 = task->loss(a).total.item<double>(), l2 = task->loss(b).total.item<double>();
   EXPECT_DOUBLE_EQ(l1, l2);
   EXPECT_TRUE(std::isfinite(l1));
   EXPECT_NEAR(l1, std::log(static_cast<double>(task->target_vocab().size())), 1.0);

@@ -10,7 +10,7 @@
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/safetensors.h"
-#include "train/task.h"
+#include "train/task_registry.h"
 #include "train/tasks/image_classification.h"
 
 namespace zoo {
@@ -183,7 +183,7 @@ TEST(ImageClassification, LabelSmoothingFactorSmoothsTheTrainingLoss) {
   ASSERT_NE(ic, nullptr);
   const auto batch = task->make_train_batch({0, 1, 2, 3, 4, 5}, 1);
   torch::NoGradGuard no_grad;
-  const double loss = task->loss(batch).item<double>();
+  const double loss = task->loss(batch).total.item<double>();
   auto logp = torch::log_softmax(ic->vit()->forward(batch.tensors[0]), -1);
   const double nll = -logp.gather(1, batch.tensors[1].unsqueeze(1)).mean().item<double>();
   const double uniform = -logp.mean().item<double>();  // cross-entropy against uniform targets

@@ -5,7 +5,7 @@
 #include "data/image_file.h"
 #include "tools/commands.h"
 #include "train/device.h"
-#include "train/tasks/image_classification.h"
+#include "train/task_registry.h"
 
 namespace zoo::cli {
 
@@ -21,23 +21,23 @@ int run_classify(const ClassifyArgs& a) {
   checked_checkpoint_dir(a.checkpoint);
   const torch::Device device = resolve_device(a.device);
   auto task = load_task(a.checkpoint, {}, device);
-  auto* images = dynamic_cast<ImageClassificationTask*>(task.get());
-  if (!images) throw Error(cat(a.checkpoint, ": not an image classification model; zoo classify needs one (e.g. vit)"));
-  const auto& o = images->vit()->options();
+  ImageClassifier* classifier = task->image_classifier();
+  if (!classifier)
+    throw Error(cat(a.checkpoint, ": not an image classification model (task '", task->config().value("task", ""),
+                    "'); zoo classify needs one (e.g. vit)"));
+  const int64_t channels = classifier->image_channels(), size = classifier->image_size();
   // Decode everything first: a bad file fails before any model work.
   std::vector<torch::Tensor> decoded;
-  for (const auto& f : a.files) decoded.push_back(data::load_image(f, o.num_channels, o.image_size, o.image_size));
-  torch::NoGradGuard no_grad;
-  auto x = images->preprocess(torch::stack(decoded)).to(device);
-  auto probs = torch::softmax(images->predict(x), -1).to(torch::kCPU);
-  const int64_t k = std::min<int64_t>(a.top_k, o.num_labels);
+  for (const auto& f : a.files) decoded.push_back(data::load_image(f, channels, size, size));
+  const auto labels = classifier->label_names();
+  auto probs = classifier->probabilities(torch::stack(decoded));
+  const int64_t k = std::min<int64_t>(a.top_k, static_cast<int64_t>(labels.size()));
   auto [p, idx] = probs.topk(k, -1);
   for (size_t i = 0; i < a.files.size(); ++i) {
     std::cout << a.files[i];
     for (int64_t j = 0; j < k; ++j) {
       const int64_t c = idx[i][j].item<int64_t>();
-      const std::string label = o.labels.empty() ? cat("LABEL_", c) : o.labels[c];
-      std::cout << "\t" << label << "\t" << std::fixed << std::setprecision(4) << p[i][j].item<double>();
+      std::cout << "\t" << labels[c] << "\t" << std::fixed << std::setprecision(4) << p[i][j].item<double>();
     }
     std::cout << "\n";
   }

@@ -4,8 +4,8 @@
 
 #include "tools/commands.h"
 #include "train/device.h"
-#include "train/task.h"
-#include "train/trainer.h"
+#include "train/task_registry.h"
+#include "train/train_options.h"
 
 namespace zoo::cli {
 
@@ -22,7 +22,7 @@ int run_eval(const EvalArgs& a) {
   const torch::Device device = resolve_device(a.device);
   auto task = load_task(a.checkpoint, a.overrides, device);
   const auto train = read_options<TrainOptions>(task->config().at("train"), "train");
-  Metrics m = task->evaluate(a.split, train.per_device_eval_batch_size, device);
+  Metrics m = evaluate(*task, a.split, train.per_device_eval_batch_size, device);
   json out(m);
   if (out.contains("examples")) out["examples"] = static_cast<int64_t>(m["examples"]);
   out["split"] = a.split;

@@ -6,7 +6,7 @@
 #include "models/registry.h"
 #include "tools/commands.h"
 #include "train/checkpoint.h"
-#include "train/task.h"
+#include "train/task_registry.h"
 
 namespace fs = std::filesystem;
 
@@ -28,7 +28,7 @@ int run_export(const ExportArgs& a) {
   if (ec) throw Error(cat(a.out, ": cannot create: ", ec.message()));
   const json& config = task->config();
   save_model(*task->model(), (fs::path(a.out) / "model.safetensors").string(), config);
-  write_json_file((fs::path(a.out) / "config.json").string(), models::to_hf_config(config.at("model")));
+  write_json_file((fs::path(a.out) / "config.json").string(), models::to_hf_config(config.at("model"), task_name(config)));
   task->save_assets(a.out);
   if (config.contains("data") && config["data"].contains("mean")) {
     // Hugging Face image processor settings, so that pipelines normalise as we trained.

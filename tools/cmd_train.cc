@@ -1,12 +1,13 @@
 // zoo train --config FILE.json [--set section.key=value]... [--device D] [--output-dir DIR]
-//           [--resume [CHECKPOINT_DIR]]
+//           [--resume [CHECKPOINT_DIR]] [--init-from DIR]
+// zoo train --help-config [TASK] [--config FILE.json]
 #include <filesystem>
 #include <iostream>
 
 #include "tools/commands.h"
 #include "train/checkpoint.h"
 #include "train/device.h"
-#include "train/task.h"
+#include "train/task_registry.h"
 #include "train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -15,8 +16,11 @@ namespace zoo::cli {
 
 namespace {
 
-struct TrainArgs {
+struct TrainCommand {
   std::string config;
+  std::string init_from;
+  std::string help_task;  // --help-config TASK
+  bool help_config = false;
   std::vector<std::string> overrides;
   std::string device = "auto";
   std::string output_dir;
@@ -24,11 +28,32 @@ struct TrainArgs {
   bool resume_set = false;
 };
 
-int run_train(const TrainArgs& a) {
+// Every key of a task's config, with its default and help: of TASK, else of the --config's
+// task and model type, else of every task.
+int run_help_config(const TrainCommand& a) {
+  if (!a.help_task.empty()) {
+    std::cout << describe_config(a.help_task);
+    return 0;
+  }
+  if (!a.config.empty()) {
+    json raw = read_json_file(a.config);
+    for (const auto& s : a.overrides) apply_override(raw, s);
+    const json config = resolve_config(raw, a.config);
+    std::cout << describe_config(config.at("task"), config.at("model").at("model_type"));
+    return 0;
+  }
+  for (const auto& entry : task_registry()) std::cout << describe_config(entry.name) << "\n";
+  return 0;
+}
+
+int run_train(const TrainCommand& a) {
+  if (a.help_config) return run_help_config(a);
+  if (a.config.empty()) throw Error("zoo train needs --config FILE.json (see tools/recipes/; --help-config lists the keys)");
   // Everything is validated before any work: config, device, resume target, data paths.
   json raw = read_json_file(a.config);
   if (!raw.is_object()) throw Error(cat(a.config, ": the config must be a JSON object"));
   for (const auto& s : a.overrides) apply_override(raw, s);
+  if (!a.init_from.empty()) apply_override(raw, "train.init_from=" + json(a.init_from).dump());
   const json config = resolve_config(raw, a.config);
   const torch::Device device = resolve_device(a.device);
   const std::string out = a.output_dir.empty() ? (fs::path("runs") / fs::path(a.config).stem()).string() : a.output_dir;
@@ -58,17 +83,24 @@ int run_train(const TrainArgs& a) {
 }  // namespace
 
 void setup_train(CLI::App& app, int* exit_code) {
-  auto a = std::make_shared<TrainArgs>();
+  auto a = std::make_shared<TrainCommand>();
   auto* cmd = app.add_subcommand("train", "Train a model from a JSON config");
-  cmd->add_option("--config", a->config, "config file (see tools/recipes/)")->required();
+  cmd->add_option("--config", a->config, "config file (see tools/recipes/)");
   cmd->add_option("--set", a->overrides, "override a config key: section.key=value (repeatable)");
   cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
   cmd->add_option("--output-dir", a->output_dir, "where checkpoints and logs go (default runs/<config name>)");
   auto* resume = cmd->add_option("--resume", a->resume,
                                  "continue from CHECKPOINT_DIR, or from the newest checkpoint in --output-dir");
   resume->expected(0, 1);
-  cmd->callback([a, resume, exit_code] {
+  cmd->add_option("--init-from", a->init_from,
+                  "fine-tune: start from the matching weights of a zoo checkpoint or Hugging Face directory "
+                  "(train.init_from)");
+  auto* help = cmd->add_option("--help-config", a->help_task,
+                               "print every config key (default and help) of TASK, or of --config's task and model");
+  help->expected(0, 1);
+  cmd->callback([a, resume, help, exit_code] {
     a->resume_set = resume->count() > 0;
+    a->help_config = help->count() > 0;
     *exit_code = run_train(*a);
   });
 }

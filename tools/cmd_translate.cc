@@ -16,7 +16,7 @@
 #include "tools/commands.h"
 #include "train/device.h"
 #include "train/heatmap.h"
-#include "train/tasks/translation.h"
+#include "train/task_registry.h"
 
 namespace zoo::cli {
 
@@ -65,7 +65,7 @@ void check_lines(const std::vector<std::string>& lines, const std::string& name)
 
 // The --constrain file as a prefix tree over target ids; lines that cannot be produced
 // (a word outside the vocabulary) are reported on stderr and skipped.
-std::unique_ptr<models::PrefixTree> load_constraint(const TranslationTask& task,
+std::unique_ptr<models::PrefixTree> load_constraint(const Translator& task,
                                                     const std::string& path, int64_t* longest) {
   const auto lines = read_text_file(path, "--constrain file");
   check_lines(lines, path);
@@ -105,11 +105,11 @@ int run_translate(const TranslateArgs& a) {
   checked_checkpoint_dir(a.checkpoint);
   const torch::Device device = resolve_device(a.device);
   auto task = load_task(a.checkpoint, {}, device);
-  auto* translator = dynamic_cast<TranslationTask*>(task.get());
+  Translator* translator = task->translator();
   if (!translator)
     throw Error(cat(a.checkpoint, ": not a translation model (model_type '",
-                    task->config().at("model").value("model_type", ""),
-                    "'); zoo translate needs a seq2seq checkpoint"));
+                    task->config().at("model").value("model_type", ""), "', task '",
+                    task->config().value("task", ""), "'); zoo translate needs a translation checkpoint"));
 
   int64_t max_length = a.max_length;
   std::unique_ptr<models::PrefixTree> constraint;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
+#include <map>
 #include <set>
 
 #include "models/registry.h"
@@ -83,6 +85,89 @@ void load_model(torch::nn::Module& model, const std::string& path) {
   }
 }
 
+namespace {
+
+// "FROM=TO" renames, checked.
+std::vector<std::pair<std::string, std::string>> parse_key_map(const std::vector<std::string>& key_map) {
+  std::vector<std::pair<std::string, std::string>> renames;
+  for (const auto& entry : key_map) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos)
+      throw Error(cat("config: train.init_from_key_map entry \"", entry,
+                      "\" must be FROM=TO (a tensor-name prefix of the file and its replacement, either may be empty)"));
+    renames.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return renames;
+}
+
+std::string renamed(const std::string& name, const std::vector<std::pair<std::string, std::string>>& renames) {
+  for (const auto& [from, to] : renames)
+    if (name.rfind(from, 0) == 0) return to + name.substr(from.size());
+  return name;
+}
+
+void print_names(const std::string& title, const std::vector<std::string>& names) {
+  if (names.empty()) return;
+  std::cerr << "zoo: " << title << ":";
+  for (const auto& n : names) std::cerr << " " << n;
+  std::cerr << "\n";
+}
+
+}  // namespace
+
+PretrainedReport init_from_pretrained(torch::nn::Module& model, const std::string& dir,
+                                      const std::vector<std::string>& key_map) {
+  const std::string path = (fs::path(dir) / "model.safetensors").string();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw Error(cat("train.init_from: ", dir, ": no such directory; give a zoo checkpoint or a Hugging Face model "
+                    "directory with model.safetensors"));
+  if (!fs::exists(path))
+    throw Error(cat("train.init_from: ", path, ": missing; the directory needs model.safetensors (Hugging Face: "
+                    "save_pretrained(..., safe_serialization=True))"));
+  const auto renames = parse_key_map(key_map);
+  auto file = safetensors::load(path);
+  std::map<std::string, std::string> source_of;  // model name -> file name
+  PretrainedReport report;
+  for (const auto& [name, _] : file.tensors) {
+    const std::string target = renamed(name, renames);
+    if (source_of.count(target))
+      throw Error(cat(path, ": tensors '", source_of[target], "' and '", name, "' both map to '", target,
+                      "'; fix train.init_from_key_map"));
+    source_of[target] = name;
+  }
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  for (auto& [name, tensor] : state_dict(model)) {
+    auto it = source_of.find(name);
+    if (it == source_of.end()) {
+      report.missing.push_back(name);
+      continue;
+    }
+    const torch::Tensor& source = file.tensors.at(it->second);
+    if (source.sizes() != tensor.sizes())
+      throw Error(cat(path, ": tensor '", it->second, "' has shape ", source.sizes(), " but the model's '", name,
+                      "' has shape ", tensor.sizes(), "; the configs differ (or map it elsewhere with "
+                      "train.init_from_key_map)"));
+    tensor.copy_(source.to(tensor.dtype()));
+    report.loaded.push_back(name);
+    used.insert(it->second);
+  }
+  for (const auto& [name, _] : file.tensors)
+    if (!used.count(name)) report.unexpected.push_back(name);
+  if (report.loaded.empty())
+    throw Error(cat(path, ": none of its ", file.tensors.size(), " tensors matches a tensor of the model (e.g. '",
+                    file.tensors.empty() ? std::string() : file.tensors.begin()->first, "' against '",
+                    state_dict(model).empty() ? std::string() : state_dict(model).front().first,
+                    "'); map the names with train.init_from_key_map, e.g. \"FROM=TO\""));
+  std::cerr << "zoo: init_from " << dir << ": loaded " << report.loaded.size() << " of "
+            << report.loaded.size() + report.missing.size() << " tensors\n";
+  print_names(cat("some weights of ", path, " were not used (unexpected)"), report.unexpected);
+  print_names("some weights of the model were not initialized from the checkpoint and are newly initialized (missing)",
+              report.missing);
+  return report;
+}
+
 json load_checkpoint_config(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(cat(dir, ": no such checkpoint directory"));
@@ -90,7 +175,9 @@ json load_checkpoint_config(const std::string& dir) {
   if (!fs::exists(path)) throw Error(cat(dir, ": not a checkpoint (no config.json)"));
   json config = read_json_file(path);
   if (config.is_object() && config.contains("model_type") && !config.contains("model")) {
-    json out{{"model", models::from_hf_config(config)}};
+    std::string task;
+    json out{{"model", models::from_hf_config(config, &task)}};
+    if (!task.empty()) out["task"] = task;
     // A Hugging Face image processor tells how the model's inputs were normalised.
     const auto pre = fs::path(dir) / "preprocessor_config.json";
     if (fs::exists(pre)) {

@@ -37,6 +37,19 @@ void save_model(const torch::nn::Module& model, const std::string& path, const j
 /// the same shape; extra keys are an error (strict). dtypes are converted.
 void load_model(torch::nn::Module& model, const std::string& path);
 
+/// What init_from_pretrained() did, by tensor name (the model's names).
+struct PretrainedReport {
+  std::vector<std::string> loaded;      // copied from the file
+  std::vector<std::string> missing;     // the model's tensors the file does not have: kept as initialised
+  std::vector<std::string> unexpected;  // the file's tensors the model does not have (file names): ignored
+};
+/// Fine-tuning: copies every tensor of DIR/model.safetensors whose name (after the first
+/// matching "FROM=TO" prefix rename of `key_map`) the model has; prints the missing and the
+/// unexpected names to stderr as Hugging Face's from_pretrained does. A tensor whose shape
+/// differs is an error naming it and both shapes; so is a file that matches no tensor at all.
+PretrainedReport init_from_pretrained(torch::nn::Module& model, const std::string& dir,
+                                      const std::vector<std::string>& key_map);
+
 /// Reads DIR/config.json: a zoo config, or a Hugging Face config.json (top-level
 /// "model_type"), which becomes {"model": …} with default data/train sections.
 json load_checkpoint_config(const std::string& dir);

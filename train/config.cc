@@ -54,6 +54,10 @@ void apply_override(json& config, const std::string& assignment) {
   std::vector<std::string> parts;
   std::stringstream ss(path);
   for (std::string p; std::getline(ss, p, '.');) parts.push_back(p);
+  if (parts.size() == 1 && parts[0] == "task") {  // the one top-level value: the task's name
+    config["task"] = raw;
+    return;
+  }
   if (parts.size() < 2 || std::any_of(parts.begin(), parts.end(), [](auto& p) { return p.empty(); }))
     throw Error(cat("--set '", assignment, "': expected section.key=value, e.g. train.max_steps=300"));
   const auto& sections = config_sections();
@@ -80,7 +84,7 @@ void apply_override(json& config, const std::string& assignment) {
 }
 
 const std::vector<std::string>& config_sections() {
-  static const std::vector<std::string> s{"model", "data", "train"};
+  static const std::vector<std::string> s{"task", "model", "data", "train"};
   return s;
 }
 

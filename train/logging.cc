@@ -40,7 +40,7 @@ void TrainLogger::clear_bar() {
   }
 }
 
-void TrainLogger::progress(int64_t step, double loss, double lr, double eps) {
+void TrainLogger::progress(int64_t step, double loss, double lr, double steps_per_second) {
   if (!tty_) return;
   const auto now = std::chrono::steady_clock::now();
   if (step < total_steps_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
@@ -48,11 +48,11 @@ void TrainLogger::progress(int64_t step, double loss, double lr, double eps) {
   const int width = 24;
   const double frac = total_steps_ > 0 ? static_cast<double>(step) / total_steps_ : 0;
   const int filled = static_cast<int>(frac * width);
-  const double eta = eps > 0 ? (total_steps_ - step) * (1.0 / eps) : NAN;  // eps: steps/s here
+  const double eta = steps_per_second > 0 ? (total_steps_ - step) / steps_per_second : NAN;
   char line[256];
   std::snprintf(line, sizeof line, "\r[%s%s] %ld/%ld loss %.4f lr %.2e %.1f it/s ETA %s\033[K",
                 std::string(filled, '#').c_str(), std::string(width - filled, '.').c_str(), static_cast<long>(step),
-                static_cast<long>(total_steps_), loss, lr, eps, format_duration(eta).c_str());
+                static_cast<long>(total_steps_), loss, lr, steps_per_second, format_duration(eta).c_str());
   std::cerr << line << std::flush;
   bar_shown_ = true;
 }
@@ -71,11 +71,20 @@ void TrainLogger::log_train(int64_t step, const json& values) {
       if (it.value().is_number()) tb_->add_scalar("train/" + it.key(), it.value().get<double>(), step);
   }
   clear_bar();
+  // The parts of the loss ("loss_mlm", ...) follow the total in brackets.
+  std::string parts;
+  for (auto it = values.begin(); it != values.end(); ++it) {
+    if (it.key().rfind("loss_", 0) != 0 || !it.value().is_number()) continue;
+    char part[96];
+    std::snprintf(part, sizeof part, "%s%s %.4f", parts.empty() ? "" : ", ", it.key().substr(5).c_str(),
+                  it.value().get<double>());
+    parts += part;
+  }
   char line[256];
-  std::snprintf(line, sizeof line, "step %ld/%ld  loss %.4f  lr %.3e  %.0f examples/s  elapsed %s",
+  std::snprintf(line, sizeof line, "step %ld/%ld  loss %.4f%s  lr %.3e  %.0f examples/s  elapsed %s",
                 static_cast<long>(step), static_cast<long>(total_steps_), values.value("loss", NAN),
-                values.value("lr", NAN), values.value("examples_per_second", NAN),
-                format_duration(values.value("elapsed_seconds", NAN)).c_str());
+                parts.empty() ? "" : (" (" + parts + ")").c_str(), values.value("lr", NAN),
+                values.value("examples_per_second", NAN), format_duration(values.value("elapsed_seconds", NAN)).c_str());
   std::cerr << line << "\n" << std::flush;
 }
 

@@ -20,8 +20,9 @@ class TrainLogger {
   ~TrainLogger();
 
   /// Per-step update of the progress bar (cheap; redraws at most ~10 times a second).
-  void progress(int64_t step, double loss, double lr, double examples_per_second);
-  /// A logging event: {"type":"train","step":…,"loss":…,"lr":…,…} to every sink.
+  void progress(int64_t step, double loss, double lr, double steps_per_second);
+  /// A logging event: {"type":"train","step":…,"loss":…,"lr":…,…} to every sink; the
+  /// parts of the loss ("loss_mlm", ...) are shown beside the total.
   void log_train(int64_t step, const json& values);
   /// An evaluation event: {"type":"eval","split":…,"step":…,<metrics>}.
   void log_eval(int64_t step, const std::string& split, const json& metrics);

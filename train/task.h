@@ -10,9 +10,11 @@
 
 #include <torch/torch.h>
 
+#include "train/capabilities.h"
 #include "train/config.h"
 
 namespace zoo {
+
 
 /// One batch: task-defined tensors (inputs first, targets last by convention).
 struct Batch {
@@ -36,6 +38,32 @@ struct Batch {
 
 using Metrics = std::map<std::string, double>;
 
+/// What the trainer tells a task about the run: handed over when the task is built (from
+/// the config's train section) and again by the trainer once the device and the precision
+/// are resolved. Tasks read nothing else of the train section.
+struct TaskContext {
+  int64_t seed = 42;                  ///< train.seed (the global RNG is seeded by make_task)
+  double label_smoothing = 0.0;       ///< train.label_smoothing_factor: training losses only
+  torch::Device device{torch::kCPU};  ///< where the model and the batches are
+  std::string precision = "fp32";     ///< "fp32" or "bf16" (autocast is the trainer's)
+};
+
+/// The loss of one batch: `total` drives backward; `parts` (e.g. "mlm", "nsp") are shown
+/// beside it on the console, in metrics.jsonl and in TensorBoard. Every value is a mean over
+/// the batch's examples, so slices of a batch combine by example weights.
+struct Loss {
+  Loss(torch::Tensor total = {}, std::map<std::string, torch::Tensor> parts = {})  // NOLINT: a tensor is a loss
+      : total(std::move(total)), parts(std::move(parts)) {}
+  torch::Tensor total;
+  std::map<std::string, torch::Tensor> parts;
+};
+
+/// A Loss as numbers (after .item()), e.g. a training step's mean over its micro-batches.
+struct LossValues {
+  double total = 0;
+  std::map<std::string, double> parts;
+};
+
 class Task {
  public:
   virtual ~Task() = default;
@@ -55,8 +83,9 @@ class Task {
   /// Builds a training batch on the CPU. Must be thread-safe and deterministic given
   /// (indices, seed): it runs on the background loader thread, never touching global RNGs.
   virtual Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const = 0;
-  /// Loss of one batch (already on the model's device), model in training mode.
-  virtual torch::Tensor loss(const Batch& batch) = 0;
+  /// Loss of one batch (already on the model's device); the trainer has put the model in
+  /// training mode.
+  virtual Loss loss(const Batch& batch) = 0;
   /// True when loss() may run on slices of a batch at the same time from several threads
   /// and the batch's loss is the example-weighted mean of the slices' losses (every tensor
   /// batch-first, no randomness in the forward pass, no state changed by loss()). The
@@ -64,32 +93,34 @@ class Task {
   virtual bool splittable() const { return false; }
 
   /// Metrics on a split ("valid" during training, "valid"/"test" from `zoo eval`), always
-  /// including "loss". The model is put in eval mode and gradients are off.
+  /// including "loss". Callers go through zoo::evaluate(), which puts the model in eval mode
+  /// with gradients off (and back into the mode it was in afterwards).
   virtual Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) = 0;
   /// The metric used to keep the best checkpoint when the config does not name one.
   virtual std::string default_best_metric() const { return "loss"; }
 
   /// Files beside model.safetensors that the model needs at inference (vocabularies).
   virtual void save_assets(const std::string& /*dir*/) const {}
+  /// The trainer's context (see TaskContext).
+  void set_context(const TaskContext& context) { context_ = context; }
+  const TaskContext& context() const { return context_; }
+
+  /// What this task can do beyond training and evaluation, for the CLI: each is null unless
+  /// the task offers it (zoo classify, zoo translate).
+  virtual ImageClassifier* image_classifier() { return nullptr; }
+  virtual Translator* translator() { return nullptr; }
+
   /// The resolved config this task was built from (tasks may complete it, e.g. with
   /// vocabulary sizes); it is what the trainer writes to OUT/config.json and checkpoints.
   const json& config() const { return config_; }
 
  protected:
   json config_;
+  TaskContext context_;
 };
 
-/// Builds the task for a resolved config ({"model":…, "data":…, "train":…}).
-/// `checkpoint_dir`, when given, is where assets (vocabularies) are loaded from.
-std::unique_ptr<Task> make_task(const json& config, const std::string& checkpoint_dir = "");
-
-/// Rebuilds the task of a checkpoint directory (zoo's, or a Hugging Face config.json +
-/// model.safetensors), applies --set overrides, loads the weights, moves to `device`.
-std::unique_ptr<Task> load_task(const std::string& dir, const std::vector<std::string>& overrides,
-                                const torch::Device& device);
-
-/// Validates a config and fills every default: the "resolved config" written to
-/// OUT/config.json and into each checkpoint. Throws zoo::Error naming `source` on problems.
-json resolve_config(json config, const std::string& source);
+/// task.evaluate(...) with the model in eval mode and gradients off; the model's mode is
+/// restored afterwards.
+Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device);
 
 }  // namespace zoo

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "train/trainer.h"
 
 namespace zoo {
 
@@ -26,14 +25,12 @@ void ImageDataOptions::resolve(int64_t channels) {
     if (!(s > 0)) throw Error("config: data.std values must be > 0");
 }
 
-ImageClassificationTask::ImageClassificationTask(const json& config) {
+ImageClassificationTask::ImageClassificationTask(const json& config, const TaskContext& context) {
   config_ = config;
+  context_ = context;
   auto vit_options = read_options<models::ViTOptions>(config.at("model"), "model", {"model_type"});
   data_ = read_options<ImageDataOptions>(config.value("data", json::object()), "data");
   data_.resolve(vit_options.num_channels);
-  const auto train = read_options<TrainOptions>(config.value("train", json::object()), "train");
-  label_smoothing_ = train.label_smoothing_factor;
-  torch::manual_seed(static_cast<uint64_t>(train.seed));  // reproducible init
   model_ = models::ViTForImageClassification(vit_options);
 }
 
@@ -99,11 +96,12 @@ Batch ImageClassificationTask::make_train_batch(const std::vector<int64_t>& indi
   return Batch{{preprocess(images), labels}, static_cast<int64_t>(indices.size()), seed};
 }
 
-torch::Tensor ImageClassificationTask::loss(const Batch& batch) {
+Loss ImageClassificationTask::loss(const Batch& batch) {
   // fp32 logits: under bf16 autocast the classifier's output is bf16.
   auto logits = model_->forward(batch.tensors[0]).to(torch::kFloat);  // (B, num_labels)
-  return torch::nn::functional::cross_entropy(
-      logits, batch.tensors[1], torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing_));
+  return {torch::nn::functional::cross_entropy(
+      logits, batch.tensors[1],
+      torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(context_.label_smoothing))};
 }
 
 torch::Tensor ImageClassificationTask::predict(const torch::Tensor& x) {
@@ -111,6 +109,20 @@ torch::Tensor ImageClassificationTask::predict(const torch::Tensor& x) {
   if (!data_.test_time_hflip) return logits;
   auto mirrored = model_->forward(x.flip({-1})).to(torch::kFloat);
   return torch::logsumexp(torch::stack({logits.log_softmax(-1), mirrored.log_softmax(-1)}), 0) - std::log(2.0);
+}
+
+std::vector<std::string> ImageClassificationTask::label_names() const {
+  const auto& o = model_->options();
+  if (!o.labels.empty()) return o.labels;
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < o.num_labels; ++i) names.push_back(cat("LABEL_", i));
+  return names;
+}
+
+torch::Tensor ImageClassificationTask::probabilities(const torch::Tensor& images) {
+  torch::NoGradGuard no_grad;
+  auto x = preprocess(images).to(context_.device);
+  return torch::softmax(predict(x), -1).to(torch::kCPU);
 }
 
 bool ImageClassificationTask::splittable() const {
@@ -136,8 +148,6 @@ Metrics ImageClassificationTask::evaluate(const std::string& split, int64_t batc
     images = images.narrow(0, 0, data_.max_eval_samples);
     labels = labels.narrow(0, 0, data_.max_eval_samples);
   }
-  model_->eval();
-  torch::NoGradGuard no_grad;
   double total_loss = 0;
   int64_t correct = 0;
   const int64_t n = images.size(0);

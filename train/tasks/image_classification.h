@@ -6,6 +6,7 @@
 
 #include "data/images.h"
 #include "models/vit.h"
+#include "train/capabilities.h"
 #include "train/task.h"
 
 namespace zoo {
@@ -44,19 +45,26 @@ struct ImageDataOptions {
   void resolve(int64_t channels);
 };
 
-class ImageClassificationTask : public Task {
+class ImageClassificationTask : public Task, public ImageClassifier {
  public:
-  explicit ImageClassificationTask(const json& config);
+  ImageClassificationTask(const json& config, const TaskContext& context);
 
   std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
   void prepare_training(const std::string& output_dir) override;
   int64_t num_train_examples() const override { return train_index_.size(0); }
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
-  torch::Tensor loss(const Batch& batch) override;
+  Loss loss(const Batch& batch) override;
   /// Yes unless the model uses dropout (its random draws would depend on thread timing).
   bool splittable() const override;
   Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
   std::string default_best_metric() const override { return "accuracy"; }
+  ImageClassifier* image_classifier() override { return this; }
+
+  // ImageClassifier
+  int64_t image_channels() const override { return model_->options().num_channels; }
+  int64_t image_size() const override { return model_->options().image_size; }
+  std::vector<std::string> label_names() const override;
+  torch::Tensor probabilities(const torch::Tensor& images) override;
 
   /// uint8 (B, C, H, W) -> normalised float, as the model was trained.
   torch::Tensor preprocess(const torch::Tensor& images) const;
@@ -73,7 +81,6 @@ class ImageClassificationTask : public Task {
 
   ImageDataOptions data_;
   models::ViTForImageClassification model_{nullptr};
-  double label_smoothing_ = 0;  // train.label_smoothing_factor; evaluation reports the plain loss
   std::unique_ptr<data::ImageSet> train_, test_;
   torch::Tensor train_index_, valid_index_;  // int64 indices into train_
 };

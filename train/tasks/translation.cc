@@ -6,7 +6,6 @@
 
 #include "data/text.h"
 #include "train/bleu.h"
-#include "train/trainer.h"
 
 namespace fs = std::filesystem;
 
@@ -45,9 +44,11 @@ fs::path run_dir_of(const std::string& checkpoint_dir) {
 
 }  // namespace
 
-TranslationTask::TranslationTask(const json& config, const std::string& checkpoint_dir)
+TranslationTask::TranslationTask(const json& config, const TaskContext& context,
+                                 const std::string& checkpoint_dir)
     : checkpoint_dir_(checkpoint_dir) {
   config_ = config;
+  context_ = context;
   data_ = read_options<TranslationDataOptions>(config.value("data", json::object()), "data");
   const json& model_section = config.at("model");
   model_options_ = read_options<models::Seq2SeqOptions>(model_section, "model", extra_model_keys());
@@ -101,9 +102,6 @@ TranslationTask::TranslationTask(const json& config, const std::string& checkpoi
   config_["model"]["bos_id"] = bos_id_;
   config_["model"]["eos_id"] = eos_id_;
 
-  const auto train = read_options<TrainOptions>(config.value("train", json::object()), "train");
-  label_smoothing_ = train.label_smoothing_factor;
-  torch::manual_seed(static_cast<uint64_t>(train.seed));  // reproducible init
   model_ = models::Seq2Seq(model_options_);
   if (checkpoint_dir.empty()) encode_training_pairs();
 }
@@ -255,7 +253,7 @@ Batch TranslationTask::make_train_batch(const std::vector<int64_t>& indices, uin
                seed};
 }
 
-torch::Tensor TranslationTask::loss(const Batch& batch) {
+Loss TranslationTask::loss(const Batch& batch) {
   const torch::Tensor& src = batch.tensors.at(0);
   const torch::Tensor& tgt = batch.tensors.at(1);
   const int64_t steps = tgt.size(1) - 1;
@@ -268,8 +266,10 @@ torch::Tensor TranslationTask::loss(const Batch& batch) {
   } else {
     logits = model_->forward(src, tgt_in);
   }
-  return F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}),
-                          F::CrossEntropyFuncOptions().ignore_index(model_options_.pad_id).label_smoothing(label_smoothing_));
+  return {F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}),
+                           F::CrossEntropyFuncOptions()
+                               .ignore_index(model_options_.pad_id)
+                               .label_smoothing(context_.label_smoothing))};
 }
 
 // ---------------------------------------------------------------------------------------
@@ -294,8 +294,6 @@ Metrics TranslationTask::evaluate(const std::string& split, int64_t batch_size,
     lengths.push_back(static_cast<int64_t>(sources.back().size()));
   }
 
-  model_->eval();
-  torch::NoGradGuard no_grad;
   const models::GenerationOptions generation =
       generation_options(data_.eval_beam_size, data_.eval_max_length);
   std::vector<std::string> hypotheses(static_cast<size_t>(n));

@@ -18,6 +18,7 @@
 #include "data/vocab.h"
 #include "models/generation.h"
 #include "models/seq2seq.h"
+#include "train/capabilities.h"
 #include "train/task.h"
 
 namespace zoo {
@@ -75,24 +76,13 @@ struct TranslationDataOptions {
   }
 };
 
-/// One translated sentence, with what an alignment heat map needs.
-struct Translation {
-  std::string text;                        ///< English words joined by spaces; "" for no input
-  std::vector<std::string> source_tokens;  ///< <start>, the characters (as typed), <end>
-  std::vector<std::string> target_tokens;  ///< generated words, then <end> when finished
-  torch::Tensor attention;  ///< (target_tokens, source_tokens) float on the CPU; undefined
-                            ///< when the input was empty
-  double score = 0;         ///< length-normalised log-probability
-  bool finished = false;    ///< false: cut at the length limit
-};
-
-class TranslationTask : public Task {
+class TranslationTask : public Task, public Translator {
  public:
   /// For training (`checkpoint_dir` empty): reads data.path, splits it, fits the
   /// vocabularies on the training split and completes config() with their sizes and the
   /// special ids. From a checkpoint: loads source_vocab.json / target_vocab.json from it and
   /// checks them against the model section; the pair file is read only by evaluate().
-  explicit TranslationTask(const json& config, const std::string& checkpoint_dir = "");
+  TranslationTask(const json& config, const TaskContext& context, const std::string& checkpoint_dir = "");
 
   std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
   /// Writes train.tsv / valid.tsv / test.tsv into `output_dir` (when not empty).
@@ -105,18 +95,19 @@ class TranslationTask : public Task {
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   /// Token-level mean cross entropy of forward(src, tgt[:, :-1]) against tgt[:, 1:], padding
   /// ignored; teacher forcing with data.teacher_forcing_ratio drawn from batch.seed.
-  torch::Tensor loss(const Batch& batch) override;
+  Loss loss(const Batch& batch) override;
   /// "valid" or "test": loss, perplexity (teacher-forced, per target token), bleu (corpus
   /// BLEU of greedy/beam decodes against the preprocessed references), examples.
   Metrics evaluate(const std::string& split, int64_t batch_size,
                    const torch::Device& device) override;
   std::string default_best_metric() const override { return "bleu"; }
+  Translator* translator() override { return this; }
   /// Writes source_vocab.json and target_vocab.json.
   void save_assets(const std::string& dir) const override;
 
   /// Search settings with this model's <start>/<end> ids; `max_length` counts <end>.
   models::GenerationOptions generation_options(int64_t num_beams, int64_t max_length,
-                                               double length_penalty = 1.0) const;
+                                               double length_penalty = 1.0) const override;
   /// Translates raw Chinese sentences (one Translation per sentence, in order), batched by
   /// length on the model's device. Empty (all-space) sentences give an empty Translation;
   /// characters outside the vocabulary become the OOV token. Throws zoo::Error on invalid
@@ -124,12 +115,12 @@ class TranslationTask : public Task {
   std::vector<Translation> translate(const std::vector<std::string>& sentences,
                                      const models::GenerationOptions& options,
                                      const models::Constraint* constraint = nullptr,
-                                     int64_t batch_size = 64);
+                                     int64_t batch_size = 64) override;
   /// An English sentence as the target ids the model can produce (preprocessed like the
   /// training targets, without <start>/<end>), for constrained decoding. std::nullopt with
   /// the reason in `why` when a word is not in the vocabulary or nothing is left.
   std::optional<std::vector<int64_t>> encode_target(const std::string& sentence,
-                                                    std::string* why = nullptr) const;
+                                                    std::string* why = nullptr) const override;
   /// Preprocessed English without <start>/<end>: what BLEU compares against.
   static std::string reference_text(const std::string& english);
 
@@ -140,7 +131,7 @@ class TranslationTask : public Task {
   /// The split read from data.path (empty until training or evaluation needed it).
   const data::Split& split() const { return split_; }
   int64_t bos_id() const { return bos_id_; }
-  int64_t eos_id() const { return eos_id_; }
+  int64_t eos_id() const override { return eos_id_; }
 
  private:
   // Reads data.path and splits it (idempotent).
@@ -159,7 +150,6 @@ class TranslationTask : public Task {
   TranslationDataOptions data_;
   models::Seq2SeqOptions model_options_;
   models::Seq2Seq model_{nullptr};
-  double label_smoothing_ = 0;  // train.label_smoothing_factor (training loss only)
   std::string checkpoint_dir_;
   data::Vocab source_vocab_, target_vocab_;
   int64_t bos_id_ = -1, eos_id_ = -1;

@@ -1,0 +1,69 @@
+#include "train/batch_stream.h"
+
+#include "core/error.h"
+
+namespace zoo {
+
+namespace {
+uint64_t mix(uint64_t a, uint64_t b) {  // splitmix64 of a combination: per-batch seeds
+  uint64_t z = a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t index) {
+  return mix(mix(seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(index));
+}
+
+BatchStream::BatchStream(const Task& task, uint64_t seed, int64_t batch_size, int64_t epoch, int64_t index,
+                         int64_t prefetch)
+    : task_(task), seed_(seed), batch_size_(batch_size), prefetch_(prefetch) {
+  worker_ = std::thread([this, epoch, index] { run(epoch, index); });
+}
+
+BatchStream::~BatchStream() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+BatchStream::Item BatchStream::next() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return !queue_.empty() || error_; });
+  if (error_) std::rethrow_exception(error_);
+  Item item = std::move(queue_.front());
+  queue_.pop_front();
+  cv_.notify_all();
+  return item;
+}
+
+void BatchStream::run(int64_t epoch, int64_t index) {
+  try {
+    while (true) {
+      auto plan = task_.epoch_plan(seed_, epoch, batch_size_);
+      if (plan.empty()) throw Error("the training set is empty");
+      for (; index < static_cast<int64_t>(plan.size()); ++index) {
+        Item item{task_.make_train_batch(plan[index], batch_seed(seed_, epoch, index)), epoch, index};
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return done_ || static_cast<int64_t>(queue_.size()) < prefetch_; });
+        if (done_) return;
+        queue_.push_back(std::move(item));
+        cv_.notify_all();
+      }
+      ++epoch;
+      index = 0;
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = std::current_exception();
+    cv_.notify_all();
+  }
+}
+
+}  // namespace zoo

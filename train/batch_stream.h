@@ -1,0 +1,48 @@
+#pragma once
+// The training batches, built in order on a background thread from (epoch, index in the
+// epoch), so the model never waits on I/O or augmentation and resume is exact: each batch
+// depends on its position and the seed only.
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "train/task.h"
+
+namespace zoo {
+
+/// The per-batch seed of batch `index` of `epoch` (splitmix64 of the combination).
+uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t index);
+
+class BatchStream {
+ public:
+  struct Item {
+    Batch batch;
+    int64_t epoch, index;  // position of this batch
+  };
+
+  /// Starts at batch `index` of `epoch`, keeping up to `prefetch` batches ready.
+  BatchStream(const Task& task, uint64_t seed, int64_t batch_size, int64_t epoch, int64_t index, int64_t prefetch);
+  ~BatchStream();
+  BatchStream(const BatchStream&) = delete;
+  BatchStream& operator=(const BatchStream&) = delete;
+  /// The next batch; rethrows what the loader thread threw.
+  Item next();
+
+ private:
+  void run(int64_t epoch, int64_t index);
+
+  const Task& task_;
+  uint64_t seed_;
+  int64_t batch_size_, prefetch_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  std::thread worker_;
+};
+
+}  // namespace zoo

@@ -1,0 +1,131 @@
+#include "train/optimizers.h"
+
+#include <cmath>
+#include <sstream>
+#include <type_traits>
+
+#include <ATen/Parallel.h>
+
+namespace zoo {
+
+namespace {
+// The key under which LibTorch's optimizers keep a parameter's state: its TensorImpl's
+// address, printed (LibTorch 1.x) or as a pointer (newer LibTorch).
+template <class Key>
+Key optimizer_state_key(const torch::Tensor& p) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream os;
+    os << p.unsafeGetTensorImpl();
+    return os.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+}  // namespace
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model, const TrainOptions& o) {
+  std::vector<torch::Tensor> decay, no_decay;
+  for (auto& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  auto add = [&](std::vector<torch::Tensor>& params, auto options) {
+    if (!params.empty())
+      groups.emplace_back(params, std::make_unique<decltype(options)>(options));
+  };
+  if (o.optim == "adamw" || o.optim == "adam") {
+    auto base = torch::optim::AdamWOptions(o.learning_rate)
+                    .betas({o.adam_beta1, o.adam_beta2})
+                    .eps(o.adam_epsilon);
+    if (o.optim == "adamw") {
+      add(decay, torch::optim::AdamWOptions(base).weight_decay(o.weight_decay));
+      add(no_decay, torch::optim::AdamWOptions(base).weight_decay(0.0));
+      return std::make_unique<ThreadedAdamW>(groups, base);
+    }
+    auto adam = torch::optim::AdamOptions(o.learning_rate).betas({o.adam_beta1, o.adam_beta2}).eps(o.adam_epsilon);
+    add(decay, torch::optim::AdamOptions(adam).weight_decay(o.weight_decay));
+    add(no_decay, torch::optim::AdamOptions(adam).weight_decay(0.0));
+    return std::make_unique<torch::optim::Adam>(groups, adam);
+  }
+  auto sgd = torch::optim::SGDOptions(o.learning_rate).momentum(o.momentum);
+  add(decay, torch::optim::SGDOptions(sgd).weight_decay(o.weight_decay));
+  add(no_decay, torch::optim::SGDOptions(sgd).weight_decay(0.0));
+  return std::make_unique<torch::optim::SGD>(groups, sgd);
+}
+
+torch::Tensor ThreadedAdamW::step(LossClosure closure) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss;
+  if (closure) {
+    torch::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  struct Work {
+    torch::Tensor param;
+    torch::optim::AdamWParamState* state;
+    const torch::optim::AdamWOptions* options;
+  };
+  std::vector<Work> work;
+  int64_t total = 0;
+  for (auto& group : param_groups_) {
+    const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      TORCH_CHECK(!p.grad().is_sparse(), "AdamW does not support sparse gradients");
+      auto& slot = state_[optimizer_state_key<std::decay_t<decltype(state_)>::key_type>(p)];
+      if (!slot) {  // created here, before the threads start, exactly as AdamW::step does
+        auto state = std::make_unique<torch::optim::AdamWParamState>();
+        state->step(0);
+        state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        if (options.amsgrad()) state->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        slot = std::move(state);
+      }
+      work.push_back({p, static_cast<torch::optim::AdamWParamState*>(slot.get()), &options});
+      total += p.numel();
+    }
+  }
+  auto update = [](const Work& w) {
+    auto& p = const_cast<torch::Tensor&>(w.param);
+    const auto& grad = p.grad();
+    const auto& o = *w.options;
+    auto& s = *w.state;
+    if (o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
+    s.step(s.step() + 1);
+    const auto [beta1, beta2] = o.betas();
+    const double bias_correction1 = 1 - std::pow(beta1, s.step());
+    const double bias_correction2 = 1 - std::pow(beta2, s.step());
+    s.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
+    s.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
+    torch::Tensor denom;
+    if (o.amsgrad()) {
+      torch::max_out(s.max_exp_avg_sq(), s.exp_avg_sq(), s.max_exp_avg_sq());
+      denom = (s.max_exp_avg_sq().sqrt() / std::sqrt(bias_correction2)).add_(o.eps());
+    } else {
+      denom = (s.exp_avg_sq().sqrt() / std::sqrt(bias_correction2)).add_(o.eps());
+    }
+    p.addcdiv_(s.exp_avg(), denom, -o.lr() / bias_correction1);
+  };
+  if (work.empty()) return loss;
+  const int64_t threads = at::get_num_threads();
+  if (threads <= 1 || !work.front().param.device().is_cpu() || at::in_parallel_region()) {
+    for (const auto& w : work) update(w);
+    return loss;
+  }
+  // Cut the list where the running size passes each thread's share; each thread's
+  // operations then run single-threaded (nested parallelism is serial in ATen).
+  std::vector<size_t> cut{0};
+  int64_t running = 0;
+  for (size_t i = 0; i < work.size(); ++i) {
+    running += work[i].param.numel();
+    if (running * threads >= total * static_cast<int64_t>(cut.size()) && cut.size() < static_cast<size_t>(threads))
+      cut.push_back(i + 1);
+  }
+  cut.push_back(work.size());
+  at::parallel_for(0, static_cast<int64_t>(cut.size()) - 1, 1, [&](int64_t begin, int64_t end) {
+    torch::NoGradGuard no_grad_here;  // grad mode is per thread
+    for (int64_t t = begin; t < end; ++t)
+      for (size_t i = cut[t]; i < cut[t + 1]; ++i) update(work[i]);
+  });
+  return loss;
+}
+
+}  // namespace zoo

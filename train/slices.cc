@@ -1,0 +1,81 @@
+#include "train/slices.h"
+
+#include <ATen/Parallel.h>
+
+#include "core/threads.h"
+
+namespace zoo {
+
+namespace {
+// The loss and its parts as numbers, each times `share`.
+LossValues values_of(const Loss& loss, double share) {
+  LossValues v;
+  v.total = loss.total.item<double>() * share;
+  for (const auto& [name, part] : loss.parts) v.parts[name] = part.item<double>() * share;
+  return v;
+}
+}  // namespace
+
+LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, const Batch& batch,
+                        double weight, int64_t shards, const std::vector<torch::Tensor>& params,
+                        const std::function<void(double)>& check, bool onednn) {
+  if (shards <= 1 || batch.size < 2 * shards) {
+    const Loss loss = loss_of(batch);
+    const LossValues value = values_of(loss, 1.0);
+    if (check) check(value.total);
+    (loss.total * weight).backward();
+    return value;
+  }
+  const int64_t base = batch.size / shards, extra = batch.size % shards;
+  std::vector<Batch> parts;
+  for (int64_t i = 0, start = 0; i < shards; ++i) {
+    const int64_t n = base + (i < extra ? 1 : 0);
+    parts.push_back(batch.narrow(start, n));
+    start += n;
+  }
+  std::vector<LossValues> values(parts.size());
+  std::vector<torch::autograd::variable_list> grads(parts.size());
+  const bool grad_mode = torch::GradMode::is_enabled();
+  {
+    ScopedSingleThreadedBlas blas;
+    // oneDNN's convolutions wait for a full team of OpenMP threads and hang when called from
+    // inside a parallel region: use LibTorch's own kernels meanwhile, unless the caller needs
+    // oneDNN's bf16 matrix products (they run single-threaded there, as they should).
+    const bool mkldnn = at::globalContext().userEnabledMkldnn();
+    if (!onednn) at::globalContext().setUserEnabledMkldnn(false);
+    struct Restore {
+      bool on;
+      ~Restore() { at::globalContext().setUserEnabledMkldnn(on); }
+    } restore{mkldnn};
+    at::parallel_for(0, shards, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
+      torch::AutoGradMode enable(grad_mode);
+      for (int64_t i = begin; i < end; ++i) {
+        const double share = static_cast<double>(parts[i].size) / static_cast<double>(batch.size);
+        const Loss loss = loss_of(parts[i]);
+        values[i] = values_of(loss, share);
+        grads[i] = torch::autograd::grad({loss.total * (weight * share)}, params, {}, /*retain_graph=*/false,
+                                         /*create_graph=*/false, /*allow_unused=*/true);
+      }
+    });
+  }
+  LossValues value;
+  for (const auto& v : values) {
+    value.total += v.total;
+    for (const auto& [name, x] : v.parts) value.parts[name] += x;
+  }
+  if (check) check(value.total);
+  torch::NoGradGuard no_grad;
+  for (size_t p = 0; p < params.size(); ++p) {
+    torch::Tensor sum;
+    for (const auto& g : grads) {
+      if (!g[p].defined()) continue;
+      sum = sum.defined() ? sum.add_(g[p]) : g[p].clone();  // own memory: grads may be views
+    }
+    if (!sum.defined()) continue;
+    auto& grad = const_cast<torch::Tensor&>(params[p]).mutable_grad();
+    grad = grad.defined() ? grad.add_(sum) : sum;
+  }
+  return value;
+}
+
+}  // namespace zoo

@@ -1,0 +1,145 @@
+#include "train/task_registry.h"
+
+#include <filesystem>
+#include <sstream>
+
+#include "models/registry.h"
+#include "train/checkpoint.h"
+#include "train/tasks/image_classification.h"
+#include "train/tasks/translation.h"
+#include "train/train_options.h"
+
+namespace zoo {
+
+namespace {
+
+json resolve_image_data(const json& data, const json& model) {
+  auto d = read_options<ImageDataOptions>(data, "data");
+  d.resolve(model.at("num_channels").get<int64_t>());
+  return to_json(d);
+}
+
+json resolve_translation_data(const json& data, const json&) {
+  return to_json(read_options<TranslationDataOptions>(data, "data"));
+}
+
+// The factory of a task class whose constructor takes (config, context, checkpoint_dir).
+template <class T>
+std::unique_ptr<Task> make_with_assets(const json& config, const TaskContext& context, const std::string& dir) {
+  return std::make_unique<T>(config, context, dir);
+}
+
+std::unique_ptr<Task> make_image_classification(const json& config, const TaskContext& context,
+                                                const std::string&) {
+  return std::make_unique<ImageClassificationTask>(config, context);
+}
+
+}  // namespace
+
+const std::vector<TaskEntry>& task_registry() {
+  static const std::vector<TaskEntry> table{
+      {"image_classification", {"vit"}, resolve_image_data, describe_options<ImageDataOptions>,
+       make_image_classification},
+      {"translation", {"seq2seq"}, resolve_translation_data, describe_options<TranslationDataOptions>,
+       make_with_assets<TranslationTask>},
+  };
+  return table;
+}
+
+const TaskEntry& task_entry(const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& e : task_registry()) {
+    if (e.name == name) return e;
+    names.push_back(e.name);
+  }
+  const std::string near = nearest(name, names);
+  throw Error(cat("config: unknown task '", name, "'; tasks: ", join(names),
+                  near.empty() ? "" : " (did you mean '" + near + "'?)"));
+}
+
+std::string task_name(const json& config) {
+  if (config.contains("task")) {
+    if (!config["task"].is_string()) throw Error("config: task must be a string, e.g. \"translation\"");
+    return config["task"];
+  }
+  return models::model_entry(config.at("model").at("model_type")).default_task;
+}
+
+json resolve_config(json config, const std::string& source) {
+  check_sections(config, source);
+  try {
+    json out;
+    out["model"] = models::resolve_model_config(config.value("model", json()));
+    const std::string type = out["model"]["model_type"];
+    json named = config;
+    named["model"] = out["model"];
+    const std::string name = task_name(named);
+    const TaskEntry& task = task_entry(name);
+    if (std::find(task.model_types.begin(), task.model_types.end(), type) == task.model_types.end())
+      throw Error(cat("config: the task '", name, "' cannot train model_type '", type, "'; it trains ",
+                      join(task.model_types)));
+    out["task"] = name;
+    out["data"] = task.resolve_data(config.value("data", json::object()), out["model"]);
+    out["train"] = to_json(read_options<TrainOptions>(config.value("train", json::object()), "train"));
+    return out;
+  } catch (const Error& e) {
+    throw Error(cat(source, ": ", e.what()));
+  }
+}
+
+TaskContext task_context(const json& config) {
+  const auto train = read_options<TrainOptions>(config.value("train", json::object()), "train");
+  TaskContext context;
+  context.seed = train.seed;
+  context.label_smoothing = train.label_smoothing_factor;
+  return context;
+}
+
+std::unique_ptr<Task> make_task(const json& config, const std::string& checkpoint_dir) {
+  const TaskContext context = task_context(config);
+  torch::manual_seed(static_cast<uint64_t>(context.seed));  // the initial weights depend on the seed only
+  return task_entry(task_name(config)).make(config, context, checkpoint_dir);
+}
+
+std::unique_ptr<Task> load_task(const std::string& dir, const std::vector<std::string>& overrides,
+                                const torch::Device& device) {
+  json raw = load_checkpoint_config(dir);
+  for (const auto& s : overrides) apply_override(raw, s);
+  const json config = resolve_config(raw, (std::filesystem::path(dir) / "config.json").string());
+  auto task = make_task(config, dir);
+  load_model(*task->model(), (std::filesystem::path(dir) / "model.safetensors").string());
+  task->model()->to(device);
+  task->model()->eval();
+  TaskContext context = task->context();
+  context.device = device;
+  task->set_context(context);
+  return task;
+}
+
+namespace {
+void describe_section(std::ostringstream& os, const std::string& section, const std::vector<detail::Doc>& docs) {
+  os << section << ":\n";
+  for (const auto& d : docs) {
+    os << "  " << section << "." << d.key << " (" << d.type << ", default " << d.default_value << ")";
+    if (!d.limits.empty()) os << " " << d.limits;
+    os << "\n      " << d.doc << "\n";
+  }
+}
+}  // namespace
+
+std::string describe_config(const std::string& name, const std::string& model_type) {
+  const TaskEntry& task = task_entry(name);
+  const std::string type = model_type.empty() ? task.model_types.front() : model_type;
+  if (std::find(task.model_types.begin(), task.model_types.end(), type) == task.model_types.end())
+    throw Error(cat("the task '", name, "' cannot train model_type '", type, "'; it trains ", join(task.model_types)));
+  std::ostringstream os;
+  os << "task: " << name << " (model types: " << join(task.model_types) << ")\n";
+  auto model_docs = models::model_entry(type).describe();
+  model_docs.insert(model_docs.begin(), {"model_type", "string", json(type).dump(), "the model family", ""});
+  describe_section(os, "model", model_docs);
+  describe_section(os, "data", task.describe_data());
+  describe_section(os, "train", describe_options<TrainOptions>());
+  return os.str();
+}
+
+}  // namespace zoo

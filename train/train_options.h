@@ -1,0 +1,95 @@
+#pragma once
+// The "train" section of a config: Hugging Face TrainingArguments names where one exists.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/options.h"
+
+namespace zoo {
+
+/// The "train" section. Names follow Hugging Face TrainingArguments where one exists.
+struct TrainOptions {
+  int64_t max_steps = 0;  // > 0 overrides num_train_epochs
+  double num_train_epochs = 3;
+  int64_t per_device_train_batch_size = 8;
+  int64_t per_device_eval_batch_size = 64;
+  int64_t gradient_accumulation_steps = 1;
+  std::string optim = "adamw";
+  double learning_rate = 5e-5;
+  double weight_decay = 0.0;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_epsilon = 1e-8;
+  double momentum = 0.9;  // sgd
+  std::string lr_scheduler_type = "linear";
+  int64_t warmup_steps = 0;
+  double warmup_ratio = 0.0;
+  double max_grad_norm = 1.0;  // 0 disables clipping
+  double label_smoothing_factor = 0.0;  // classification losses (Hugging Face's name)
+  double ema_decay = 0.0;  // exponential moving average of the weights; 0 = off
+  int64_t logging_steps = 50;
+  int64_t eval_steps = 0;  // 0: evaluate at the end only
+  int64_t save_steps = 500;  // 0: save at the end only
+  int64_t save_total_limit = 2;  // 0: keep all
+  std::string metric_for_best_model;  // "" -> the task's default
+  bool greater_is_better = false;  // ignored unless metric_for_best_model is set
+  int64_t early_stopping_patience = 0;  // evaluations without improvement; 0 = off
+  int64_t seed = 42;
+  std::string precision = "fp32";
+  int64_t dataloader_prefetch = 4;  // batches prepared ahead by the loader thread
+  bool report_to_tensorboard = true;
+  std::string init_from;  // checkpoint or Hugging Face directory to start from
+  std::vector<std::string> init_from_key_map;  // "from_prefix=to_prefix" renames
+
+  template <class V>
+  void fields(V& v) {
+    v("max_steps", max_steps, "total optimizer steps; > 0 overrides num_train_epochs", at_least(0));
+    v("num_train_epochs", num_train_epochs, "epochs when max_steps is 0", at_least(0));
+    v("per_device_train_batch_size", per_device_train_batch_size, "examples per micro-batch", at_least(1));
+    v("per_device_eval_batch_size", per_device_eval_batch_size, "examples per evaluation batch", at_least(1));
+    v("gradient_accumulation_steps", gradient_accumulation_steps, "micro-batches per optimizer step", at_least(1));
+    v("optim", optim, "optimizer", one_of({"adamw", "adam", "sgd"}));
+    v("learning_rate", learning_rate, "peak learning rate", between(0, 100));
+    v("weight_decay", weight_decay, "decoupled (adamw) or L2 (adam, sgd) decay; not applied to biases/norms",
+      between(0, 10));
+    v("adam_beta1", adam_beta1, "Adam beta1", between(0, 1));
+    v("adam_beta2", adam_beta2, "Adam beta2", between(0, 1));
+    v("adam_epsilon", adam_epsilon, "Adam epsilon", between(0, 1));
+    v("momentum", momentum, "SGD momentum", between(0, 1));
+    v("lr_scheduler_type", lr_scheduler_type, "learning-rate schedule",
+      one_of({"constant", "constant_with_warmup", "linear", "cosine", "inverse_sqrt"}));
+    v("warmup_steps", warmup_steps, "linear warmup steps", at_least(0));
+    v("warmup_ratio", warmup_ratio, "warmup as a fraction of the total steps (if warmup_steps is 0)", between(0, 1));
+    v("max_grad_norm", max_grad_norm, "clip gradients to this global norm; 0 = off", at_least(0));
+    v("label_smoothing_factor", label_smoothing_factor,
+      "classification: cross-entropy against (1 - e) one-hot + e uniform targets", between(0, 1));
+    v("ema_decay", ema_decay,
+      "keep an exponential moving average of the weights (decay per step, e.g. 0.9998; 0 = off): evaluations, "
+      "keep-best and each checkpoint's model.safetensors use the average",
+      between(0, 0.999999));
+    v("logging_steps", logging_steps, "log every N optimizer steps", at_least(1));
+    v("eval_steps", eval_steps, "evaluate every N steps (and at the end); 0 = end only", at_least(0));
+    v("save_steps", save_steps, "checkpoint every N steps (and at the end); 0 = end only", at_least(0));
+    v("save_total_limit", save_total_limit, "keep the newest N checkpoints (plus the best); 0 = all", at_least(0));
+    v("metric_for_best_model", metric_for_best_model, "eval metric that picks the best checkpoint");
+    v("greater_is_better", greater_is_better, "whether a larger metric_for_best_model is better");
+    v("early_stopping_patience", early_stopping_patience, "stop after N evals without improvement; 0 = off",
+      at_least(0));
+    v("seed", seed, "seed for init, data order, augmentation and dropout", between(0, 9.0e15));
+    v("precision", precision,
+      "fp32; bf16 autocast (CUDA with LibTorch >= 2, CPUs with AVX512-BF16 or AMX); auto: bf16 where the device "
+      "has it, else fp32",
+      one_of({"fp32", "bf16", "auto"}));
+    v("dataloader_prefetch", dataloader_prefetch, "batches prepared ahead by the loader thread", between(1, 64));
+    v("report_to_tensorboard", report_to_tensorboard, "write a TensorBoard event file in the output directory");
+    v("init_from", init_from,
+      "fine-tune: start from the matching weights of this zoo checkpoint or Hugging Face directory "
+      "(model.safetensors); the rest keeps its fresh initialisation");
+    v("init_from_key_map", init_from_key_map,
+      "with init_from: tensor-name prefix renames \"FROM=TO\" applied to the file's names, e.g. "
+      "\"bert.=\" or \"=vit.\" (the first matching prefix wins)");
+  }
+};
+
+}  // namespace zoo
