@@ -44,6 +44,10 @@ TEST(Cli, BadInputIsRejectedWithOneClearLine) {
       {"eval --checkpoint " + (dir / "nockpt"), "no such checkpoint directory"},
       {"classify --checkpoint " + (dir / "nockpt") + " " + good, "no such checkpoint directory"},
       {"export --checkpoint " + (dir / "nockpt") + " --out " + (dir / "x"), "no such checkpoint directory"},
+      {"train" + out, "zoo train needs --config FILE.json"},
+      {"train --help-config translaton", "unknown task 'translaton'; tasks: image_classification, translation (did "
+                                         "you mean 'translation'?)"},
+      {"train --config " + good + " --init-from " + (dir / "nockpt") + out, "train.init_from: "},
   };
   if (!torch::cuda::is_available()) cases.push_back({"train --config " + good + " --device cuda" + out, "cuda"});
   if (cpu_bf16_support().empty())  // else bf16 trains on this CPU: Trainer.Bf16AutocastOnTheCpu
@@ -58,6 +62,23 @@ TEST(Cli, BadInputIsRejectedWithOneClearLine) {
     EXPECT_NE(r.output.find("zoo: error: "), std::string::npos) << c.args << "\n" << r.output;
   }
   EXPECT_FALSE(fs::exists(fs::path(dir / "out") / "checkpoint-8"));
+}
+
+TEST(Cli, HelpConfigListsEveryKeyOfATaskWithItsDefault) {
+  test::TempDir dir;
+  test::write_tiny_mnist(dir.path().string(), 64, 16);
+  const std::string good = dir / "good.json";
+  test::write_file(good, test::tiny_vit_config(dir.path().string()));
+  auto r = run_zoo("train --help-config translation");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("data.teacher_forcing_ratio (float, default 1.0) in [0, 1]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("model.units (int, default 1024)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("train.init_from (string"), std::string::npos) << r.output;
+  r = run_zoo("train --help-config --config " + good);  // the config's own task and model type
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("task: image_classification"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("data.teacher_forcing_ratio"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "runs"));  // nothing trained
 }
 
 TEST(Cli, DevicesListsCpuAndVersion) {

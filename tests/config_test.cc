@@ -136,5 +136,46 @@ TEST(Schedule, Shapes) {
   EXPECT_LT(lr_factor("inverse_sqrt", 9, 100, 1000), 0.11);
 }
 
+
+TEST(Config, TheTaskDefaultsByModelTypeAndIsCheckedByName) {
+  const json vit = {{"model", {{"preset", "vit-tiny"}}}};
+  EXPECT_EQ(resolve_config(vit, "a.json").at("task"), "image_classification");
+  json named = vit;
+  named["task"] = "image_classification";
+  EXPECT_EQ(resolve_config(named, "a.json").at("task"), "image_classification");
+  named["task"] = "image_clasification";
+  auto msg = error_of([&] { resolve_config(named, "a.json"); });
+  EXPECT_NE(msg.find("a.json: config: unknown task 'image_clasification'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'image_classification'"), std::string::npos) << msg;
+  named["task"] = "translation";
+  msg = error_of([&] { resolve_config(named, "a.json"); });
+  EXPECT_NE(msg.find("the task 'translation' cannot train model_type 'vit'; it trains seq2seq"), std::string::npos)
+      << msg;
+  json overridden = vit;
+  apply_override(overridden, "task=translation");
+  EXPECT_EQ(overridden.at("task"), "translation");
+}
+
+TEST(Config, RegistriesAreTablesThatAgreeWithEachOther) {
+  for (const auto& task : task_registry()) {
+    EXPECT_FALSE(task.model_types.empty()) << task.name;
+    for (const auto& type : task.model_types) {
+      const auto& model = models::model_entry(type);  // throws for a type the model table lacks
+      EXPECT_EQ(model.architectures.count(task.name), 1u) << type << " has no Hugging Face head for " << task.name;
+    }
+    EXPECT_NE(describe_config(task.name).find("train.learning_rate"), std::string::npos) << task.name;
+  }
+  for (const auto& model : models::model_registry())
+    EXPECT_NO_THROW(task_entry(model.default_task)) << model.model_type;
+  const auto msg = error_of([] { models::model_entry("vitt"); });
+  EXPECT_NE(msg.find("did you mean 'vit'"), std::string::npos) << msg;
+  const std::string help = describe_config("image_classification");
+  EXPECT_NE(help.find("model.patch_size (int, default 16) >= 1"), std::string::npos) << help;
+  EXPECT_NE(help.find("data.random_erasing_prob (float, default 0.0) in [0, 1]"), std::string::npos) << help;
+  EXPECT_EQ(models::to_hf_config(resolve_config(json{{"model", {{"preset", "vit-tiny"}}}}, "a").at("model"))
+                .at("architectures")[0],
+            "ViTForImageClassification");
+}
+
 }  // namespace
 }  // namespace zoo
