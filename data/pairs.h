@@ -22,16 +22,6 @@ struct SentencePair {
   int64_t line = 0;    ///< 1-based line in the file it was read from
 };
 
-/// Options of the pair-file reader (a config section: see train/config.h).
-struct PairFileOptions {
-  bool strict = false;
-
-  template <class V>
-  void fields(V& v) {
-    v("strict", strict, "stop at the first malformed line instead of skipping and counting it");
-  }
-};
-
 /// What read_pair_file() found.
 struct PairReadReport {
   static constexpr size_t kMaxMessages = 10;

@@ -16,8 +16,8 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model
 /// torch::optim::AdamW with the same state (so optimizer.pt is interchangeable) and the same
 /// arithmetic per parameter, bit for bit, but the parameters are shared out among the CPU
 /// cores by size and updated at once. LibTorch updates one parameter after the other, and a
-/// small model's tensors are too small for its per-operation threading: on 2 cores the update
-/// of a ViT with 0.5M parameters took ~10% of a training step with one core idle.
+/// small model's tensors are too small for its per-operation threading, so the other cores
+/// would idle through the update.
 class ThreadedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;

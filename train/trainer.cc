@@ -138,12 +138,12 @@ double Trainer::epoch_progress() const {
 
 void Trainer::save(const Metrics* eval_metrics) {
   if (!writer()) return;
-  WeightAverage* avg = average_ ? &*average_ : nullptr;
+  WeightAverage* average = average_ ? &*average_ : nullptr;
   CheckpointWriter w(args_.output_dir, state_.step);
   write_json_file(w.path("config.json"), config_);
-  if (avg) save_model(*model_, w.path(kTrainingWeights), config_);
+  if (average) save_model(*model_, w.path(kTrainingWeights), config_);
   {
-    AveragedWeights averaged(avg);
+    AveragedWeights averaged(average);
     save_model(*model_, w.path("model.safetensors"), config_);
   }
   torch::save(*optimizer_, w.path("optimizer.pt"));

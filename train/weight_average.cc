@@ -10,7 +10,7 @@ WeightAverage::WeightAverage(torch::nn::Module& model, double decay) : decay_(de
   torch::NoGradGuard no_grad;
   for (auto& [name, t] : state_dict(model)) {
     live_.push_back(t);
-    avg_.push_back(t.detach().clone());
+    average_.push_back(t.detach().clone());
   }
 }
 
@@ -21,18 +21,18 @@ double WeightAverage::decay_at(double decay, int64_t step) {
 void WeightAverage::update(int64_t step) {
   torch::NoGradGuard no_grad;
   const double d = decay_at(decay_, step);
-  for (size_t i = 0; i < avg_.size(); ++i) {
-    if (avg_[i].is_floating_point()) avg_[i].lerp_(live_[i], 1.0 - d);  // d * avg + (1 - d) * live
-    else avg_[i].copy_(live_[i]);
+  for (size_t i = 0; i < average_.size(); ++i) {
+    if (average_[i].is_floating_point()) average_[i].lerp_(live_[i], 1.0 - d);  // d * average + (1 - d) * live
+    else average_[i].copy_(live_[i]);
   }
 }
 
 void WeightAverage::swap() {
   torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < avg_.size(); ++i) {
+  for (size_t i = 0; i < average_.size(); ++i) {
     auto held = live_[i].clone();
-    live_[i].copy_(avg_[i]);
-    avg_[i].copy_(held);
+    live_[i].copy_(average_[i]);
+    average_[i].copy_(held);
   }
 }
 

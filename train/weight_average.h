@@ -9,7 +9,7 @@ namespace zoo {
 
 /// Exponential moving average of a model's weights (Polyak averaging, timm's ModelEma):
 /// after optimizer step n (1-based) every floating-point parameter and buffer moves
-/// avg = d * avg + (1 - d) * weight, with d = decay_at(decay, n) = min(decay, (1 + n) / (10 + n))
+/// average = d * average + (1 - d) * weight, with d = decay_at(decay, n) = min(decay, (1 + n) / (10 + n))
 /// so that the first averages are not dominated by the initial weights. Other buffers are
 /// copied. The average starts as a copy of the model's current weights.
 class WeightAverage {
@@ -20,11 +20,11 @@ class WeightAverage {
   /// Exchanges the averages and the model's weights in place (a second call undoes it).
   void swap();
   /// The averaged tensors, in state_dict() order.
-  const std::vector<torch::Tensor>& averages() const { return avg_; }
+  const std::vector<torch::Tensor>& averages() const { return average_; }
 
  private:
   double decay_;
-  std::vector<torch::Tensor> live_, avg_;
+  std::vector<torch::Tensor> live_, average_;
 };
 
 /// The model holds the averages while alive (a no-op without an average): evaluations,
