@@ -164,7 +164,8 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
                                           p, causal);
 #else
   // The mask gets no gradient there: a learned mask (e.g. a position bias) takes the math path.
-  if (p == 0 && q.device().is_cpu() && !(mask.defined() && mask.requires_grad())) {
+  // The kernel computes in fp32: double inputs take the math path too, to stay double.
+  if (p == 0 && q.device().is_cpu() && q.scalar_type() != torch::kDouble && !(mask.defined() && mask.requires_grad())) {
     // Under bf16 autocast q/k/v arrive in bf16: scores, softmax and the weighted sum run in
     // fp32 (autocast's own choice for softmax), the casts keep the gradients flowing.
     auto f = [](const torch::Tensor& t) { return t.scalar_type() == torch::kFloat ? t : t.to(torch::kFloat); };
