@@ -42,6 +42,9 @@ struct MultiHeadAttentionOptions {
 
 /// Which keys each query may attend to; both parts optional, combined when both are given.
 struct AttentionMask {
+  AttentionMask() = default;
+  AttentionMask(torch::Tensor key_padding, torch::Tensor additive = {})  // NOLINT: implicit on purpose
+      : key_padding(std::move(key_padding)), additive(std::move(additive)) {}
   /// (B, Tk) bool or 0/1, true = attend (Hugging Face's attention_mask). With a cache, Tk
   /// counts the cached keys too.
   torch::Tensor key_padding;
