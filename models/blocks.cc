@@ -70,7 +70,9 @@ torch::Tensor LearnedPositions::operator()(const torch::Tensor& x, int64_t offse
   const int64_t t = x.size(1), dim = weight.dim() - 2;  // the table's position dimension
   TORCH_CHECK(offset + t <= options.max_positions(), "positions ", offset, "..", offset + t - 1, " beyond the ",
               options.max_positions(), " learned ones");
-  return x + weight.narrow(dim, offset, t);
+  // The whole table as is when it fits exactly (ViT): a narrowed view would cost a zero-filled
+  // gradient buffer in backward.
+  return x + (offset == 0 && t == options.max_positions() ? weight : weight.narrow(dim, offset, t));
 }
 
 namespace {
