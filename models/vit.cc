@@ -1,6 +1,5 @@
 #include "models/vit.h"
 
-#include "models/layers.h"
 
 namespace zoo::models {
 
@@ -15,50 +14,42 @@ void ViTOptions::validate() const {
     throw Error(cat("config: model.labels has ", labels.size(), " names but model.num_labels is ", num_labels));
 }
 
-// Submodule names are the Hugging Face checkpoint names; nested holders give the dotted
-// paths (attention.attention.query, attention.output.dense, ...).
-ViTLayerImpl::ViTLayerImpl(const ViTOptions& o) : o_(o) {
-  const auto ln = torch::nn::LayerNormOptions({o.hidden_size}).eps(o.layer_norm_eps);
-  layernorm_before = register_module("layernorm_before", torch::nn::LayerNorm(ln));
-  auto attention = register_module("attention", std::make_shared<torch::nn::Module>());
-  auto self = attention->register_module("attention", std::make_shared<torch::nn::Module>());
-  auto qkv = torch::nn::LinearOptions(o.hidden_size, o.hidden_size).bias(o.qkv_bias);
-  query = self->register_module("query", torch::nn::Linear(qkv));
-  key = self->register_module("key", torch::nn::Linear(qkv));
-  value = self->register_module("value", torch::nn::Linear(qkv));
-  auto self_out = attention->register_module("output", std::make_shared<torch::nn::Module>());
-  attn_out = self_out->register_module("dense", torch::nn::Linear(o.hidden_size, o.hidden_size));
-  layernorm_after = register_module("layernorm_after", torch::nn::LayerNorm(ln));
-  auto inter = register_module("intermediate", std::make_shared<torch::nn::Module>());
-  intermediate = inter->register_module("dense", torch::nn::Linear(o.hidden_size, o.intermediate_size));
-  auto out = register_module("output", std::make_shared<torch::nn::Module>());
-  output = out->register_module("dense", torch::nn::Linear(o.intermediate_size, o.hidden_size));
-  dropout = register_module("dropout", torch::nn::Dropout(o.hidden_dropout_prob));
-}
+// The blocks register their layers under ViT's Hugging Face names, in Hugging Face's order
+// (layernorm_before, attention.attention.{query,key,value}, attention.output.dense,
+// layernorm_after, intermediate.dense, output.dense).
+ViTLayerImpl::ViTLayerImpl(const ViTOptions& o)
+    : attention_block(*this, ResidualOptions(o.hidden_size)
+                                 .eps(o.layer_norm_eps)
+                                 .dropout(o.hidden_dropout_prob)
+                                 .norm_name("layernorm_before")),
+      attention(register_module("attention",
+                                MultiHeadAttention(MultiHeadAttentionOptions(o.hidden_size, o.num_attention_heads)
+                                                       .qkv_bias(o.qkv_bias)
+                                                       .dropout(o.attention_probs_dropout_prob)
+                                                       .names("attention.query", "attention.key", "attention.value",
+                                                              "output.dense")))),
+      feed_forward_block(*this, ResidualOptions(o.hidden_size)
+                                    .eps(o.layer_norm_eps)
+                                    .dropout(o.hidden_dropout_prob)
+                                    .norm_name("layernorm_after")),
+      feed_forward(*this, FeedForwardOptions(o.hidden_size, o.intermediate_size)
+                              .activation(o.hidden_act)
+                              .fc1_name("intermediate.dense")
+                              .fc2_name("output.dense")) {}
 
-torch::Tensor ViTLayerImpl::forward(torch::Tensor x) {
-  // Pre-norm, as document 004's TransformerEncoderLayer: x + Attn(LN(x)), x + FF(LN(x)).
-  auto h = layernorm_before(x);  // (B, T, H)
-  // One matrix product for q, k and v: the three projections stay separate parameters
-  // (checkpoint names) but run as a single GEMM.
-  auto w = torch::cat({query->weight, key->weight, value->weight}, 0);  // (3H, H)
-  auto b = o_.qkv_bias ? torch::cat({query->bias, key->bias, value->bias}, 0) : torch::Tensor();
-  auto qkv = torch::nn::functional::linear(h, w, b).chunk(3, -1);
-  const int64_t heads = o_.num_attention_heads;
-  auto ctx = scaled_dot_product_attention(split_heads(qkv[0], heads), split_heads(qkv[1], heads),
-                                          split_heads(qkv[2], heads), torch::Tensor(),
-                                          o_.attention_probs_dropout_prob, is_training());
-  x = x + dropout(attn_out(merge_heads(ctx)));
-  h = activation(o_.hidden_act, intermediate(layernorm_after(x)));  // (B, T, I)
-  return x + dropout(output(h));
+torch::Tensor ViTLayerImpl::forward(const torch::Tensor& x) {
+  // Pre-norm, as document 004's TransformerEncoderLayer: x + Attn(LN(x)), then x + FF(LN(x)).
+  auto h = attention_block(x, [&](const torch::Tensor& n) { return attention(n); });
+  return feed_forward_block(h, [&](const torch::Tensor& n) { return feed_forward(n); });
 }
 
 ViTModelImpl::ViTModelImpl(const ViTOptions& o) : o_(o) {
   o.validate();
   auto emb = register_module("embeddings", std::make_shared<torch::nn::Module>());
   cls_token = emb->register_parameter("cls_token", torch::zeros({1, 1, o.hidden_size}));
-  position_embeddings =
-      emb->register_parameter("position_embeddings", torch::zeros({1, o.num_patches() + 1, o.hidden_size}));
+  positions.emplace(*this, LearnedPositionsOptions(o.num_patches() + 1, o.hidden_size)
+                               .name("embeddings.position_embeddings")
+                               .as_parameter(true));
   auto patch = emb->register_module("patch_embeddings", std::make_shared<torch::nn::Module>());
   projection = patch->register_module(
       "projection",
@@ -87,7 +78,7 @@ torch::Tensor ViTModelImpl::forward(const torch::Tensor& pixel_values) {
                      .reshape({batch, g * g, o_.num_channels * p * p});  // (B, P, C*p*p), row-major patches
   auto x = torch::nn::functional::linear(patches, projection->weight.view({o_.hidden_size, -1}),
                                          projection->bias);  // (B, P, H)
-  x = torch::cat({cls_token.expand({batch, 1, o_.hidden_size}), x}, 1) + position_embeddings;  // (B, P+1, H)
+  x = (*positions)(torch::cat({cls_token.expand({batch, 1, o_.hidden_size}), x}, 1));  // (B, P+1, H)
   x = dropout(x);
   for (auto& layer : *layers) x = layer->as<ViTLayer>()->forward(x);
   return layernorm(x);

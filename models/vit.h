@@ -14,12 +14,15 @@
 //   vit.encoder.layer.N.output.dense                I -> H
 //   vit.layernorm                                   final LayerNorm
 //   classifier                                      H -> num_labels
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <torch/torch.h>
 
 #include "core/options.h"
+#include "models/attention.h"
+#include "models/blocks.h"
 
 namespace zoo::models {
 
@@ -65,17 +68,17 @@ struct ViTOptions {
   int64_t num_patches() const { return (image_size / patch_size) * (image_size / patch_size); }
 };
 
+/// Document 004's pre-norm encoder layer, composed of the shared blocks under ViT's names.
 class ViTLayerImpl : public torch::nn::Module {
  public:
   explicit ViTLayerImpl(const ViTOptions& o);
-  torch::Tensor forward(torch::Tensor x);  // (B, T, H) -> (B, T, H)
+  torch::Tensor forward(const torch::Tensor& x);  // (B, T, H) -> (B, T, H)
 
  private:
-  ViTOptions o_;
-  torch::nn::LayerNorm layernorm_before{nullptr}, layernorm_after{nullptr};
-  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr}, attn_out{nullptr};
-  torch::nn::Linear intermediate{nullptr}, output{nullptr};
-  torch::nn::Dropout dropout{nullptr};
+  Residual attention_block;  // layernorm_before
+  MultiHeadAttention attention{nullptr};
+  Residual feed_forward_block;  // layernorm_after
+  FeedForward feed_forward;
 };
 TORCH_MODULE(ViTLayer);
 
@@ -87,8 +90,9 @@ class ViTModelImpl : public torch::nn::Module {
 
  private:
   ViTOptions o_;
-  torch::Tensor cls_token, position_embeddings;
+  torch::Tensor cls_token;
   torch::nn::Conv2d projection{nullptr};
+  std::optional<LearnedPositions> positions;  // embeddings.position_embeddings, after cls_token
   torch::nn::Dropout dropout{nullptr};
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm layernorm{nullptr};

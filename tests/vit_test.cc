@@ -4,7 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.h"
-#include "models/layers.h"
+#include "models/kernels/attention.h"
+#include "models/kernels/gelu.h"
 #include "models/registry.h"
 #include "models/vit.h"
 #include "test_util.h"

@@ -1,4 +1,4 @@
-#include "models/layers.h"
+#include "models/kernels/attention.h"
 
 #include <cmath>
 #include <limits>
@@ -40,8 +40,8 @@ SgemmFn blas_sgemm() {
 
 // c[i] = alpha * op(a[i]) op(b[i]) over contiguous row-major fp32 CPU tensors (N, ., .), with
 // op the transpose where `ta`/`tb`. LibTorch 1.13's bmm takes a tensor view and a dispatched mm
-// per matrix: for attention's small matrices that was ~1 us of 1.5 per (17 x 32) product;
-// here each matrix is one BLAS call on raw pointers. Falls back to bmm without a BLAS.
+// per matrix, which for attention's small matrices costs more than the product itself (see
+// the README's Benchmarks); here each matrix is one BLAS call on raw pointers. Falls back to bmm without a BLAS.
 void batched_matmul(const torch::Tensor& a, bool ta, const torch::Tensor& b, bool tb, torch::Tensor& c,
                     double alpha = 1.0) {
   const auto sgemm = blas_sgemm();
@@ -74,9 +74,8 @@ void batched_matmul(const torch::Tensor& a, bool ta, const torch::Tensor& b, boo
 struct CpuAttention : torch::autograd::Function<CpuAttention> {
   // Runs fn(begin, end) over [0, n) in one slice per thread (inline when already inside a
   // parallel region, e.g. the trainer's per-core batch slices). OpenBLAS (pthreads build)
-  // is single-threaded meanwhile: small GEMMs from two threads with its own pool enabled
-  // ran barely faster than one thread (measured 29 -> 23 ms per attention forward+backward
-  // of batch 128, 16-18 ms with OpenBLAS single-threaded).
+  // is single-threaded meanwhile: with its own pool enabled, small GEMMs from two threads
+  // fight over the cores and run barely faster than from one.
   template <typename F>
   static void per_thread(int64_t n, const F& fn) {
     ScopedSingleThreadedBlas blas;
@@ -165,7 +164,8 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
                                           p, causal);
 #else
   // The mask gets no gradient there: a learned mask (e.g. a position bias) takes the math path.
-  if (p == 0 && q.device().is_cpu() && !(mask.defined() && mask.requires_grad())) {
+  // The kernel computes in fp32: double inputs take the math path too, to stay double.
+  if (p == 0 && q.device().is_cpu() && q.scalar_type() != torch::kDouble && !(mask.defined() && mask.requires_grad())) {
     // Under bf16 autocast q/k/v arrive in bf16: scores, softmax and the weighted sum run in
     // fp32 (autocast's own choice for softmax), the casts keep the gradients flowing.
     auto f = [](const torch::Tensor& t) { return t.scalar_type() == torch::kFloat ? t : t.to(torch::kFloat); };
@@ -174,82 +174,6 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
   }
   return attention_math(q, k, v, mask, p, causal);
 #endif
-}
-
-torch::Tensor split_heads(const torch::Tensor& x, int64_t heads) {
-  const int64_t b = x.size(0), t = x.size(1), h = x.size(2);
-  return x.view({b, t, heads, h / heads}).transpose(1, 2);  // (B, heads, T, d)
-}
-
-torch::Tensor merge_heads(const torch::Tensor& x) {
-  const int64_t b = x.size(0), heads = x.size(1), t = x.size(2), d = x.size(3);
-  return x.transpose(1, 2).reshape({b, t, heads * d});  // (B, T, H)
-}
-
-const std::vector<std::string>& activation_names() {
-  static const std::vector<std::string> names{"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu"};
-  return names;
-}
-
-namespace {
-// Exact GELU, x * Phi(x), that keeps Phi(x) from the forward pass for the backward one.
-// LibTorch's own backward computes erf a second time; erf is the dearest function in a
-// small ViT's training step on the CPU (~8% of it), exp is cheaper.
-struct GeluKeepCdf : torch::autograd::Function<GeluKeepCdf> {
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x) {
-    auto cdf = (x * M_SQRT1_2).erf_().add_(1).mul_(0.5);
-    ctx->save_for_backward({x, cdf});
-    return x * cdf;
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grad) {
-    const auto saved = ctx->get_saved_variables();
-    const auto& x = saved[0];
-    const auto& cdf = saved[1];
-    constexpr double kInvSqrt2Pi = 0.3989422804014327;  // 1 / sqrt(2 pi)
-    auto dx = x.square().mul_(-0.5).exp_().mul_(kInvSqrt2Pi).mul_(x).add_(cdf).mul_(grad[0]);
-    return {dx};
-  }
-};
-}  // namespace
-
-torch::Tensor activation(const std::string& name, const torch::Tensor& x) {
-  if (name == "gelu") {
-    if (x.device().is_cpu() && x.requires_grad() && torch::GradMode::is_enabled()) return GeluKeepCdf::apply(x);
-    return torch::gelu(x);
-  }
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return torch::gelu(x, "tanh");
-  if (name == "relu") return torch::relu(x);
-  if (name == "silu") return torch::silu(x);
-  TORCH_CHECK(false, "unknown activation '", name, "'");
-}
-
-namespace {
-// Truncated normal by inverse CDF, the method of torch.nn.init.trunc_normal_.
-void trunc_normal_(torch::Tensor t, double std) {
-  const double a = -2 * std, b = 2 * std;
-  auto cdf = [](double x) { return (1.0 + std::erf(x / std::sqrt(2.0))) / 2.0; };
-  const double l = cdf(a / std), u = cdf(b / std);
-  t.uniform_(2 * l - 1, 2 * u - 1).erfinv_().mul_(std * std::sqrt(2.0)).clamp_(a, b);
-}
-}  // namespace
-
-void init_weights_hf(torch::nn::Module& module, double std) {
-  torch::NoGradGuard no_grad;
-  for (auto& m : module.modules(/*include_self=*/false)) {  // callable from constructors
-    if (auto* lin = m->as<torch::nn::Linear>()) {
-      trunc_normal_(lin->weight, std);
-      if (lin->bias.defined()) lin->bias.zero_();
-    } else if (auto* conv = m->as<torch::nn::Conv2d>()) {
-      trunc_normal_(conv->weight, std);
-      if (conv->bias.defined()) conv->bias.zero_();
-    } else if (auto* ln = m->as<torch::nn::LayerNorm>()) {
-      ln->weight.fill_(1.0);
-      ln->bias.zero_();
-    } else if (auto* emb = m->as<torch::nn::Embedding>()) {
-      emb->weight.normal_(0.0, std);
-    }
-  }
 }
 
 }  // namespace zoo::models

@@ -1,0 +1,412 @@
+// The shared Transformer blocks (models/attention.h, models/blocks.h): parity with the
+// documents' PyTorch blocks (tests/py/doc_blocks.py: document 004's AttentionHead,
+// MultiHeadAttention, FeedForward, pre-norm TransformerEncoderLayer and Embeddings, document
+// 003's MultiheadAttention, document 002's sinusoidal table), masks and the causal flag
+// against the softmax formula written out here, decoding with the key/value cache against
+// recomputing the prefix, the packed q/k/v projection against separate ones, post-norm, and
+// the names each family gives the blocks.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "models/attention.h"
+#include "models/blocks.h"
+#include "models/module_path.h"
+#include "models/vit.h"
+#include "test_util.h"
+#include "train/checkpoint.h"
+#include "train/safetensors.h"
+
+namespace zoo {
+namespace {
+
+using namespace models;
+namespace F = torch::nn::functional;
+
+void expect_close(const torch::Tensor& ours, const torch::Tensor& ref, const std::string& what, double tol = 1e-5) {
+  ASSERT_TRUE(ours.defined() && ref.defined()) << what;
+  ASSERT_EQ(ours.sizes(), ref.sizes()) << what;
+  const double diff = (ours - ref).abs().max().item<double>();
+  EXPECT_LE(diff, tol) << what << ": max |diff| " << diff;
+}
+
+std::vector<std::string> parameter_names(const torch::nn::Module& m) {
+  std::vector<std::string> names;
+  for (const auto& p : m.named_parameters()) names.push_back(p.key());
+  return names;
+}
+
+void perturb(torch::nn::Module& m, double scale = 0.1) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : m.parameters()) p.add_(torch::randn_like(p) * scale);
+}
+
+// ---- the documents' blocks ---------------------------------------------------------------
+
+class Documents : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir;
+    const auto r = test::run_python("doc_blocks.py", dir_->path().string());
+    output_ = r.output;
+    ok_ = r.exit_code == 0;
+    if (ok_) io_ = safetensors::load(*dir_ / "io.safetensors").tensors;
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  void SetUp() override { ASSERT_TRUE(ok_) << "tests/py/doc_blocks.py failed:\n" << output_; }
+  static std::string path(const std::string& name) { return *dir_ / (name + ".safetensors"); }
+  static const torch::Tensor& io(const std::string& name) { return io_.at(name); }
+
+  static const int64_t kHidden = 32, kHeads = 4, kIntermediate = 48;
+
+ private:
+  static test::TempDir* dir_;
+  static bool ok_;
+  static std::string output_;
+  static std::map<std::string, torch::Tensor> io_;
+};
+test::TempDir* Documents::dir_ = nullptr;
+bool Documents::ok_ = false;
+std::string Documents::output_;
+std::map<std::string, torch::Tensor> Documents::io_;
+
+TEST_F(Documents, AttentionHeadOfDocument004) {
+  // One head as wide as the input with an identity output projection is AttentionHead.
+  MultiHeadAttention m(MultiHeadAttentionOptions(kHidden, 1).names("q", "k", "v", "out"));
+  const auto file = safetensors::load(path("head004")).tensors;
+  torch::NoGradGuard no_grad;
+  for (auto& p : m->named_parameters()) {
+    if (p.key().rfind("out.", 0) == 0) continue;
+    p.value().copy_(file.at(p.key()));
+  }
+  m->output->weight.copy_(torch::eye(kHidden));
+  m->output->bias.zero_();
+  m->eval();
+  expect_close(m(io("x")), io("head004"), "AttentionHead");
+}
+
+TEST_F(Documents, MultiHeadAttentionOfDocument004) {
+  // The document's per-head Linears, concatenated head after head (doc_blocks.py).
+  MultiHeadAttention m(MultiHeadAttentionOptions(kHidden, kHeads).names("q", "k", "v", "output_linear"));
+  load_model(*m, path("mha004"));
+  m->eval();
+  torch::NoGradGuard no_grad;
+  expect_close(m(io("x")), io("mha004"), "MultiHeadAttention");
+}
+
+TEST_F(Documents, FeedForwardOfDocument004) {
+  torch::nn::Module owner;
+  FeedForward ff(owner, FeedForwardOptions(kHidden, kIntermediate).dropout(0.1).fc1_name("linear_1").fc2_name("linear_2"));
+  load_model(owner, path("ff004"));
+  owner.eval();
+  torch::NoGradGuard no_grad;
+  expect_close(ff(io("x")), io("ff004"), "FeedForward");
+}
+
+// Document 004's TransformerEncoderLayer composed of the blocks under the document's names.
+struct Doc004LayerImpl : torch::nn::Module {
+  Doc004LayerImpl(int64_t hidden, int64_t heads, int64_t intermediate)
+      : attention_block(*this, ResidualOptions(hidden).norm_name("layer_norm_1")),  // nn.LayerNorm: eps 1e-5
+        attention(register_module(
+            "attention", MultiHeadAttention(MultiHeadAttentionOptions(hidden, heads).names("q", "k", "v", "output_linear")))),
+        feed_forward_block(*this, ResidualOptions(hidden).norm_name("layer_norm_2")),
+        feed_forward(*this, FeedForwardOptions(hidden, intermediate)
+                                .fc1_name("feed_forward.linear_1")
+                                .fc2_name("feed_forward.linear_2")) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto h = attention_block(x, [&](const torch::Tensor& n) { return attention(n); });
+    return feed_forward_block(h, [&](const torch::Tensor& n) { return feed_forward(n); });
+  }
+  Residual attention_block;
+  MultiHeadAttention attention;
+  Residual feed_forward_block;
+  FeedForward feed_forward;
+};
+TORCH_MODULE(Doc004Layer);
+
+TEST_F(Documents, PreNormEncoderLayerOfDocument004) {
+  Doc004Layer layer(kHidden, kHeads, kIntermediate);
+  load_model(*layer, path("layer004"));  // every name present, none left over
+  layer->eval();
+  torch::NoGradGuard no_grad;
+  expect_close(layer(io("x")), io("layer004"), "TransformerEncoderLayer");
+}
+
+TEST_F(Documents, EmbeddingsOfDocument004) {
+  // Token embedding + learned positions + LayerNorm(eps 1e-12) + dropout, as Embeddings.
+  torch::nn::Module owner;
+  auto tokens = owner.register_module("token_embeddings", torch::nn::Embedding(20, kHidden));
+  LearnedPositions positions(owner, LearnedPositionsOptions(16, kHidden).name("position_embeddings"));
+  auto norm = owner.register_module("layer_norm",
+                                    torch::nn::LayerNorm(torch::nn::LayerNormOptions({kHidden}).eps(1e-12)));
+  load_model(owner, path("emb004"));
+  owner.eval();
+  torch::NoGradGuard no_grad;
+  const auto ids = io("ids");
+  auto got = F::dropout(norm->forward(positions(tokens->forward(ids))), F::DropoutFuncOptions().p(0.1).training(owner.is_training()));
+  expect_close(got, io("emb004"), "Embeddings");
+}
+
+TEST_F(Documents, BatchFirstMultiheadAttentionOfDocument003SelfAndCross) {
+  MultiHeadAttention m(MultiHeadAttentionOptions(kHidden, kHeads).dropout(0.1).names("w_q", "w_k", "w_v", "fc"));
+  load_model(*m, path("mha003"));
+  m->eval();
+  torch::NoGradGuard no_grad;
+  // The document's mask == 0 -> -1e10 is our key padding mask (true = attend).
+  expect_close(m(io("x"), AttentionMask{io("x_keep")}), io("self003"), "self-attention");
+  expect_close(m->cross(io("x"), io("memory"), AttentionMask{io("memory_keep")}), io("cross003"), "cross-attention");
+}
+
+TEST_F(Documents, SinusoidalTableOfDocument002) {
+  expect_close(sinusoidal_positions(50, kHidden), io("sinusoid002"), "sinusoidal table");
+}
+
+// ---- masks, causal, cache: against the formula ------------------------------------------
+
+struct Weights {
+  torch::Tensor wq, bq, wk, bk, wv, bv, wo, bo;
+  static Weights of(const MultiHeadAttention& m) {
+    return {m->query->weight, m->query->bias, m->key->weight, m->key->bias,
+            m->value->weight, m->value->bias, m->output->weight, m->output->bias};
+  }
+  Weights leaf_copies() const {  // separate tensors with their own gradients
+    auto c = [](const torch::Tensor& t) { return t.detach().clone().requires_grad_(); };
+    return {c(wq), c(bq), c(wk), c(bk), c(wv), c(bv), c(wo), c(bo)};
+  }
+};
+
+// softmax(q k^T / sqrt(d) + additive, with masked keys at -inf) v, head by head, then the
+// output projection: multi-head attention written out.
+torch::Tensor by_hand(const Weights& w, int64_t heads, const torch::Tensor& x, const torch::Tensor& memory,
+                      const torch::Tensor& keep = {}, const torch::Tensor& additive = {}) {
+  auto q = F::linear(x, w.wq, w.bq), k = F::linear(memory, w.wk, w.bk), v = F::linear(memory, w.wv, w.bv);
+  const int64_t d = q.size(-1) / heads;
+  std::vector<torch::Tensor> outs;
+  for (int64_t h = 0; h < heads; ++h) {
+    auto s = torch::bmm(q.narrow(-1, h * d, d), k.narrow(-1, h * d, d).transpose(1, 2)) / std::sqrt(double(d));
+    if (additive.defined()) s = s + additive.select(1, 0);  // (B or 1, Tq, Tk) after dropping the head axis
+    if (keep.defined()) s = s.masked_fill(keep.logical_not(), -std::numeric_limits<float>::infinity());
+    outs.push_back(torch::bmm(torch::softmax(s, -1), v.narrow(-1, h * d, d)));
+  }
+  return F::linear(torch::cat(outs, -1), w.wo, w.bo);
+}
+
+MultiHeadAttention small_attention(bool causal = false) {
+  torch::manual_seed(3);
+  MultiHeadAttention m(MultiHeadAttentionOptions(16, 4).causal(causal));
+  perturb(*m);
+  m->eval();
+  return m;
+}
+
+TEST(Attention, KeyPaddingAndAdditiveMasksEqualTheSoftmaxFormula) {
+  auto m = small_attention();
+  auto x = torch::randn({3, 5, 16}), memory = torch::randn({3, 7, 16});
+  auto pad = torch::ones({3, 5}, torch::kBool), mem_pad = torch::ones({3, 7}, torch::kBool);
+  pad.index_put_({1, torch::indexing::Slice(3)}, false);
+  mem_pad.index_put_({2, torch::indexing::Slice(2)}, false);
+  auto additive = torch::randn({1, 1, 5, 5});  // e.g. a position bias
+  torch::NoGradGuard no_grad;
+  const auto w = Weights::of(m);
+  expect_close(m(x, AttentionMask{pad}), by_hand(w, 4, x, x, pad.unsqueeze(1)), "key padding");
+  expect_close(m(x, AttentionMask{pad, additive}), by_hand(w, 4, x, x, pad.unsqueeze(1), additive), "both masks");
+  expect_close(m->cross(x, memory, AttentionMask{mem_pad}), by_hand(w, 4, x, memory, mem_pad.unsqueeze(1)),
+               "cross-attention, key padding");
+  // ...and the mask matters: the same call without it differs.
+  EXPECT_GT((m(x) - m(x, AttentionMask{pad})).abs().max().item<double>(), 1e-3);
+}
+
+TEST(Attention, CausalEqualsTheSoftmaxFormulaWithALowerTriangle) {
+  auto m = small_attention(/*causal=*/true);
+  auto x = torch::randn({2, 6, 16});
+  auto pad = torch::ones({2, 6}, torch::kBool);
+  pad.index_put_({0, torch::indexing::Slice(4)}, false);
+  const auto tril = torch::ones({6, 6}, torch::kBool).tril().unsqueeze(0);
+  torch::NoGradGuard no_grad;
+  const auto w = Weights::of(m);
+  expect_close(m(x), by_hand(w, 4, x, x, tril), "causal");
+  expect_close(m(x, AttentionMask{pad}), by_hand(w, 4, x, x, tril.logical_and(pad.unsqueeze(1))), "causal + padding");
+}
+
+TEST(Attention, CachedSelfAttentionStepByStepEqualsTheWholePrefix) {
+  auto m = small_attention(/*causal=*/true);
+  auto x = torch::randn({2, 6, 16});
+  auto pad = torch::ones({2, 6}, torch::kBool);
+  pad.index_put_({1, 0}, false);  // a left-padded sequence
+  torch::NoGradGuard no_grad;
+  const auto whole = m(x, AttentionMask{pad});
+  KVCache cache;
+  std::vector<torch::Tensor> steps;
+  int64_t done = 0;
+  for (int64_t n : {1, 2, 1, 2}) {  // single steps and chunks: the mask aligns bottom-right
+    AttentionMask mask{pad.narrow(1, 0, done + n)};
+    steps.push_back(m(x.narrow(1, done, n), mask, &cache));
+    done += n;
+    EXPECT_EQ(cache.length(), done);
+  }
+  expect_close(torch::cat(steps, 1), whole, "step by step");
+}
+
+TEST(Attention, CachedCrossAttentionProjectsTheMemoryOnce) {
+  auto m = small_attention();
+  auto x = torch::randn({2, 4, 16}), memory = torch::randn({2, 5, 16});
+  auto mem_pad = torch::ones({2, 5}, torch::kBool);
+  mem_pad.index_put_({0, torch::indexing::Slice(3)}, false);
+  torch::NoGradGuard no_grad;
+  const auto whole = m->cross(x, memory, AttentionMask{mem_pad});
+  KVCache cache;
+  std::vector<torch::Tensor> steps;
+  const void* keys = nullptr;
+  for (int64_t t = 0; t < 4; ++t) {
+    // After the first step the memory is not even passed: the cache must be what is used.
+    steps.push_back(m->cross(x.narrow(1, t, 1), t == 0 ? memory : torch::Tensor(), AttentionMask{mem_pad}, &cache));
+    if (t == 0) keys = cache.key.data_ptr();
+    EXPECT_EQ(cache.key.data_ptr(), keys) << "step " << t << " recomputed the memory's keys";
+    EXPECT_EQ(cache.length(), 5);
+  }
+  expect_close(torch::cat(steps, 1), whole, "step by step");
+}
+
+// ---- the packed q/k/v projection ---------------------------------------------------------
+
+TEST(Attention, PackedProjectionEqualsSeparateProjectionsInForwardAndGradients) {
+  auto m = small_attention();
+  m->train();  // dropout 0: training mode runs the backward-saving kernels
+  ASSERT_TRUE(m->packed());
+  EXPECT_EQ(m->key->weight.data_ptr<float>(), m->query->weight.data_ptr<float>() + 16 * 16);
+  auto x0 = torch::randn({2, 5, 16}), go = torch::randn({2, 5, 16});
+  auto check = [&](const std::string& what) {
+    for (auto& p : m->parameters()) p.mutable_grad() = torch::Tensor();
+    auto x = x0.clone().requires_grad_(), xr = x0.clone().requires_grad_();
+    const auto ref = Weights::of(m).leaf_copies();
+    auto ours = m(x);
+    auto want = by_hand(ref, 4, xr, xr);
+    expect_close(ours, want, what + ": output");
+    ours.backward(go);
+    want.backward(go);
+    const auto w = Weights::of(m);
+    const std::vector<std::pair<std::string, std::pair<torch::Tensor, torch::Tensor>>> grads{
+        {"x", {x.grad(), xr.grad()}},         {"query.weight", {w.wq.grad(), ref.wq.grad()}},
+        {"query.bias", {w.bq.grad(), ref.bq.grad()}}, {"key.weight", {w.wk.grad(), ref.wk.grad()}},
+        {"key.bias", {w.bk.grad(), ref.bk.grad()}},   {"value.weight", {w.wv.grad(), ref.wv.grad()}},
+        {"value.bias", {w.bv.grad(), ref.bv.grad()}}};
+    for (const auto& [name, g] : grads) expect_close(g.first, g.second, what + ": gradient of " + name);
+  };
+  check("packed");
+  // Something re-allocates one weight: forward falls back to copying them together.
+  {
+    torch::NoGradGuard no_grad;
+    m->key->weight.set_data(m->key->weight.clone());
+  }
+  EXPECT_FALSE(m->packed());
+  check("after re-allocation");
+  m->pack();
+  EXPECT_TRUE(m->packed());
+  check("re-packed");
+}
+
+TEST(Attention, ToKeepsTheProjectionsPacked) {
+  auto m = small_attention();
+  auto x = torch::randn({2, 3, 16});
+  torch::NoGradGuard no_grad;
+  const auto before = m(x);
+  m->to(torch::kDouble);
+  EXPECT_TRUE(m->packed());
+  EXPECT_EQ(m->query->weight.scalar_type(), torch::kDouble);
+  expect_close(m(x.to(torch::kDouble)).to(torch::kFloat), before, "in double");
+  m->to(torch::Device(torch::kCPU), torch::kFloat);
+  EXPECT_TRUE(m->packed());
+}
+
+TEST(ViT, EveryAttentionRunsOnPackedWeights) {
+  ViTOptions o;
+  o.hidden_size = 32, o.num_hidden_layers = 3, o.num_attention_heads = 4, o.intermediate_size = 48;
+  o.image_size = 8, o.patch_size = 4, o.num_labels = 3;
+  ViTForImageClassification vit(o);
+  vit->to(torch::kCPU);
+  int attentions = 0;
+  for (const auto& m : vit->modules()) {
+    if (const auto* a = m->as<MultiHeadAttentionImpl>()) {
+      EXPECT_TRUE(a->packed());
+      ++attentions;
+    }
+  }
+  EXPECT_EQ(attentions, 3);
+}
+
+// ---- residual, positions, names ----------------------------------------------------------
+
+TEST(Residual, PostNormIsLayerNormOfTheSumAndPreNormTheSumWithTheNormedInput) {
+  torch::manual_seed(5);
+  torch::nn::Module owner;
+  torch::nn::Linear f(8, 8);
+  Residual post(owner, ResidualOptions(8).pre_norm(false).eps(1e-6).norm_name("post.LayerNorm"));
+  Residual pre(owner, ResidualOptions(8).norm_name("pre_norm"));
+  perturb(owner, 0.5);
+  EXPECT_EQ(parameter_names(owner),
+            (std::vector<std::string>{"post.LayerNorm.weight", "post.LayerNorm.bias", "pre_norm.weight", "pre_norm.bias"}));
+  auto x = torch::randn({2, 3, 8});
+  torch::NoGradGuard no_grad;
+  auto ln = [](const Residual& r, const torch::Tensor& t) {
+    return torch::layer_norm(t, {8}, r.norm->weight, r.norm->bias, r.options.eps());
+  };
+  auto apply_f = [&](const torch::Tensor& t) { return f(t); };
+  expect_close(post(x, apply_f), ln(post, x + f(x)), "post-norm");
+  expect_close(pre(x, apply_f), x + f(ln(pre, x)), "pre-norm");
+}
+
+TEST(Positions, SinusoidalAndLearnedTablesAreAddedFromTheOffset) {
+  const auto table = sinusoidal_positions(10, 6);
+  EXPECT_NEAR(table[3][4].item<double>(), std::sin(3 / std::pow(10000.0, 4.0 / 6)), 1e-6);
+  EXPECT_NEAR(table[3][5].item<double>(), std::cos(3 / std::pow(10000.0, 4.0 / 6)), 1e-6);
+  const auto halves = sinusoidal_positions(10, 6, /*interleaved=*/false);  // Marian's layout
+  expect_close(halves.narrow(1, 0, 3), table.slice(1, 0, 6, 2), "sines first");
+  expect_close(halves.narrow(1, 3, 3), table.slice(1, 1, 6, 2), "then cosines");
+  SinusoidalPositions sinusoidal(10, 6);
+  auto x = torch::randn({2, 3, 6});
+  expect_close(sinusoidal(x, 4), x + table.narrow(0, 4, 3), "sinusoidal from offset 4");
+  EXPECT_THROW(sinusoidal(x, 8), c10::Error);
+
+  torch::nn::Module owner;
+  LearnedPositions learned(owner, LearnedPositionsOptions(10, 6).name("embeddings.position_embeddings"));
+  LearnedPositions as_parameter(owner, LearnedPositionsOptions(10, 6).name("vit_positions").as_parameter(true));
+  EXPECT_EQ(parameter_names(owner),
+            (std::vector<std::string>{"vit_positions", "embeddings.position_embeddings.weight"}));  // own first
+  torch::NoGradGuard no_grad;
+  as_parameter.weight.normal_();
+  expect_close(learned(x, 2), x + learned.weight.narrow(0, 2, 3), "learned from offset 2");
+  expect_close(as_parameter(x, 1), x + as_parameter.weight[0].narrow(0, 1, 3), "parameter from offset 1");
+}
+
+TEST(Names, EachFamilyKeepsItsHuggingFaceNames) {
+  // BERT: post-norm LayerNorm inside the attention's output holder, next to its dense layer.
+  torch::nn::Module bert;
+  bert.register_module("attention", MultiHeadAttention(MultiHeadAttentionOptions(8, 2).names(
+                                        "self.query", "self.key", "self.value", "output.dense")));
+  Residual(bert, ResidualOptions(8).pre_norm(false).norm_name("attention.output.LayerNorm"));
+  FeedForward(bert, FeedForwardOptions(8, 16).fc1_name("intermediate.dense").fc2_name("output.dense"));
+  Residual(bert, ResidualOptions(8).pre_norm(false).norm_name("output.LayerNorm"));
+  EXPECT_EQ(parameter_names(bert),
+            (std::vector<std::string>{
+                "attention.self.query.weight", "attention.self.query.bias", "attention.self.key.weight",
+                "attention.self.key.bias", "attention.self.value.weight", "attention.self.value.bias",
+                "attention.output.dense.weight", "attention.output.dense.bias", "attention.output.LayerNorm.weight",
+                "attention.output.LayerNorm.bias", "intermediate.dense.weight", "intermediate.dense.bias",
+                "output.dense.weight", "output.dense.bias", "output.LayerNorm.weight", "output.LayerNorm.bias"}));
+  // Marian: the default projection names.
+  torch::nn::Module marian;
+  marian.register_module("encoder_attn", MultiHeadAttention(MultiHeadAttentionOptions(8, 2).qkv_bias(false)));
+  EXPECT_EQ(parameter_names(marian),
+            (std::vector<std::string>{"encoder_attn.q_proj.weight", "encoder_attn.k_proj.weight",
+                                      "encoder_attn.v_proj.weight", "encoder_attn.out_proj.weight",
+                                      "encoder_attn.out_proj.bias"}));
+}
+
+}  // namespace
+}  // namespace zoo
