@@ -316,7 +316,7 @@ Metrics TranslationTask::evaluate(const std::string& split, int64_t batch_size,
             F::CrossEntropyFuncOptions().ignore_index(model_options_.pad_id).reduction(torch::kSum))
             .item<double>();
     total_tokens += tgt_out.ne(model_options_.pad_id).sum().item<int64_t>();
-    const auto hyps = models::generate(model_, src, generation);
+    const auto hyps = models::generate(*model_, src, generation);
     for (size_t j = 0; j < batch.size(); ++j)
       hypotheses[batch[j]] = detokenize(hyps[j].at(0).tokens);
   }
@@ -363,7 +363,7 @@ std::vector<Translation> TranslationTask::translate(const std::vector<std::strin
     std::vector<std::vector<int64_t>> rows;
     for (int64_t k : batch) rows.push_back(ids[k]);
     auto src = data::pad_sequences(rows).to(device);
-    const auto hyps = models::generate(model_, src, options, constraint);
+    const auto hyps = models::generate(*model_, src, options, constraint);
     for (size_t j = 0; j < batch.size(); ++j) {
       const models::Hypothesis& h = hyps[j].at(0);
       Translation& t = out[where[batch[j]]];
