@@ -44,7 +44,7 @@ class EncoderDecoder : public StepModel {
 
   /// The module itself: parameters, state dict (the checkpoint), train/eval mode, device.
   virtual std::shared_ptr<torch::nn::Module> module() = 0;
-  /// The padding id of sources and targets: never attended to, ignored by the loss.
+  /// The id that right-pads sources and targets; the translation loss ignores it.
   virtual int64_t pad_id() const = 0;
 };
 
