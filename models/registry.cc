@@ -171,6 +171,16 @@ json seq2seq_to_hf(const json& model, const std::string& architecture) {
   return hf;
 }
 
+std::shared_ptr<torch::nn::Module> build_vit(const json& section) {
+  return ViTForImageClassification(read_options<ViTOptions>(resolve_vit(section), "model", {"model_type"}))
+      .ptr();
+}
+
+// Resolving again checks bos_id/eos_id against the vocabulary sizes the task filled in.
+std::shared_ptr<torch::nn::Module> build_seq2seq(const json& section) {
+  return Seq2Seq(read_options<Seq2SeqOptions>(resolve_seq2seq(section), "model", seq2seq_extra_keys())).ptr();
+}
+
 std::vector<detail::Doc> seq2seq_docs() {
   auto docs = describe_options<Seq2SeqOptions>();
   docs.push_back({"bos_id", "int", "-1", "id of <start> in the target vocabulary (filled in from the data)", ">= -1"});
@@ -183,9 +193,9 @@ std::vector<detail::Doc> seq2seq_docs() {
 const std::vector<ModelEntry>& model_registry() {
   static const std::vector<ModelEntry> table{
       {"vit", "image_classification", resolve_vit, describe_options<ViTOptions>, vit_from_hf, vit_to_hf,
-       {{"image_classification", "ViTForImageClassification"}}},
+       {{"image_classification", "ViTForImageClassification"}}, build_vit, /*is_encoder_decoder=*/false},
       {"seq2seq", "translation", resolve_seq2seq, seq2seq_docs, seq2seq_from_hf, seq2seq_to_hf,
-       {{"translation", "Seq2SeqGRUAttention"}}},
+       {{"translation", "Seq2SeqGRUAttention"}}, build_seq2seq, /*is_encoder_decoder=*/true},
   };
   return table;
 }
@@ -202,6 +212,39 @@ const ModelEntry& model_entry(const std::string& type) {
   const std::string near = nearest(type, model_types());
   throw Error(cat("config: unknown model_type '", type, "'; known types: ", join(model_types()),
                   near.empty() ? "" : " (did you mean '" + near + "'?)"));
+}
+
+std::vector<std::string> encoder_decoder_types() {
+  std::vector<std::string> types;
+  for (const auto& e : model_registry())
+    if (e.is_encoder_decoder) types.push_back(e.model_type);
+  return types;
+}
+
+namespace {
+std::string model_type_of(const json& section) {
+  if (!section.is_object() || !section.contains("model_type") || !section["model_type"].is_string())
+    throw Error("config: the model section needs a model_type (a string)");
+  return section["model_type"];
+}
+}  // namespace
+
+std::shared_ptr<torch::nn::Module> build_model(const json& section) {
+  return model_entry(model_type_of(section)).build(section);
+}
+
+std::shared_ptr<EncoderDecoder> build_encoder_decoder(const json& section) {
+  const std::string type = model_type_of(section);
+  const ModelEntry& entry = model_entry(type);
+  if (!entry.is_encoder_decoder)
+    throw Error(cat("config: model_type '", type,
+                    "' is not an encoder-decoder; translation needs one of: ", join(encoder_decoder_types())));
+  auto model = std::dynamic_pointer_cast<EncoderDecoder>(entry.build(section));
+  if (!model)  // a registry mistake, not a config one
+    throw Error(cat("model_type '", type,
+                    "': the registry says is_encoder_decoder, but its build() returned a module that does not "
+                    "implement models::EncoderDecoder"));
+  return model;
 }
 
 std::vector<std::string> preset_names() {

@@ -3,15 +3,26 @@
 //
 // Adding a model family is one entry (models/registry.cc, kModels): how to resolve its
 // config section (defaults, limits, cross-field checks), how to read and write a Hugging
-// Face config.json, and the Hugging Face architecture name of each head, keyed by the task
-// that uses the head. The entry names the task a config gets when it names none; the task
-// table (train/task_registry.h) says which tasks a model type can serve.
+// Face config.json, the Hugging Face architecture name of each head, keyed by the task
+// that uses the head, and how to build the model from a section. The entry names the task
+// a config gets when it names none; the task table (train/task_registry.h) says which
+// tasks a model type can serve.
+//
+// Translation models are built through build_encoder_decoder(): their entry sets
+// is_encoder_decoder, their build() returns a module that implements EncoderDecoder
+// (models/encoder_decoder.h), and their section accepts the keys the translation task
+// fills in from its vocabularies: source_vocab_size, target_vocab_size, bos_id, eos_id,
+// pad_id (0).
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include <torch/torch.h>
+
 #include "core/options.h"
+#include "models/encoder_decoder.h"
 
 namespace zoo::models {
 
@@ -30,6 +41,11 @@ struct ModelEntry {
   std::function<json(const json& section, const std::string& architecture)> to_hf;
   /// Hugging Face architecture name (the class that holds the head) per task.
   std::map<std::string, std::string> architectures;
+  /// A complete model section (resolved, with what the task filled in from the data)
+  /// -> the model, its weights drawn from the global RNG; throws zoo::Error naming the key.
+  std::function<std::shared_ptr<torch::nn::Module>(const json& section)> build;
+  /// True when build() returns an EncoderDecoder (Hugging Face's is_encoder_decoder).
+  bool is_encoder_decoder = false;
 };
 
 /// Every model type, in table order.
@@ -40,6 +56,14 @@ const ModelEntry& model_entry(const std::string& model_type);
 std::vector<std::string> model_types();
 /// Preset names ("vit-tiny", "vit-base-patch16-224", ...).
 std::vector<std::string> preset_names();
+/// Model types whose entry is_encoder_decoder ("seq2seq", ...).
+std::vector<std::string> encoder_decoder_types();
+
+/// The model of a complete section (its model_type's build()).
+std::shared_ptr<torch::nn::Module> build_model(const json& section);
+/// The translation model of a complete section; throws zoo::Error when its model_type is
+/// not an encoder-decoder (naming the ones that are).
+std::shared_ptr<EncoderDecoder> build_encoder_decoder(const json& section);
 
 /// Expands "preset" (if any), checks model_type, validates every field and fills defaults.
 /// Returns the canonical model section (model_type first, all fields present).

@@ -245,11 +245,11 @@ torch::Tensor Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
 }
 
 // ---------------------------------------------------------------------------------------
-// Generation
+// EncoderDecoder: decoding through a DecoderState
 
-DecoderState Seq2SeqStepModel::start(const torch::Tensor& src) {
+DecoderState Seq2SeqImpl::start(const torch::Tensor& src) {
   using Scope = DecoderState::Scope;
-  EncoderState enc = model_->encode(src);
+  EncoderState enc = encode(src);
   DecoderState state;
   state.set("outputs", enc.outputs, 0, Scope::kSentence);                    // (B, S, E)
   state.set("keys", enc.keys, 0, Scope::kSentence);                          // (B, S, K)
@@ -258,39 +258,19 @@ DecoderState Seq2SeqStepModel::start(const torch::Tensor& src) {
   return state;
 }
 
-torch::Tensor Seq2SeqStepModel::step(const torch::Tensor& prev_tokens, DecoderState& state) {
+torch::Tensor Seq2SeqImpl::step(const torch::Tensor& prev_tokens, DecoderState& state) {
   EncoderState enc;
   enc.outputs = state.get("outputs");
   enc.keys = state.get("keys");
   if (state.has("mask")) enc.mask = state.get("mask");
-  auto out = model_->decode_step(prev_tokens, state.get("hidden"), enc);
+  auto out = decode_step(prev_tokens, state.get("hidden"), enc);
   state.set("hidden", out.hidden, 1);         // (L, N, H)
   state.set("attention", out.attention, 0);   // (N, S)
   return torch::log_softmax(out.logits, -1);  // (N, V)
 }
 
-torch::Tensor Seq2SeqStepModel::attention(const DecoderState& state) const {
+torch::Tensor Seq2SeqImpl::attention(const DecoderState& state) const {
   return state.has("attention") ? state.get("attention") : torch::Tensor();
-}
-
-std::vector<std::vector<Hypothesis>> generate(Seq2Seq& model, const torch::Tensor& src,
-                                              const GenerationOptions& options,
-                                              const Constraint* constraint) {
-  // Restores the model's train/eval mode however we leave.
-  struct ModeGuard {
-    Seq2Seq& m;
-    bool training;
-    ~ModeGuard() { m->train(training); }
-  } guard{model, model->is_training()};
-  torch::NoGradGuard no_grad;
-  model->eval();
-  Seq2SeqStepModel step_model(model);
-  if (options.num_beams > 1)
-    return beam_search(step_model, step_model.start(src), options, constraint);
-  std::vector<std::vector<Hypothesis>> out;
-  for (auto& h : greedy_decode(step_model, step_model.start(src), options, constraint))
-    out.push_back({std::move(h)});
-  return out;
 }
 
 }  // namespace zoo::models

@@ -37,8 +37,9 @@
 
 #include <torch/torch.h>
 
-#include "models/generation.h"
 #include "core/options.h"
+#include "models/encoder_decoder.h"
+#include "models/generation.h"
 
 namespace zoo::models {
 
@@ -165,8 +166,11 @@ class Seq2SeqDecoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Seq2SeqDecoder);
 
-/// The encoder-decoder.
-class Seq2SeqImpl : public torch::nn::Module {
+/// The encoder-decoder. It implements EncoderDecoder (models/encoder_decoder.h), so the
+/// translation task and the searches use it without naming it: the DecoderState holds the
+/// encoder memory per sentence ("outputs", "keys", "mask") and the GRU state per hypothesis
+/// ("hidden"), plus the last step's attention weights ("attention").
+class Seq2SeqImpl : public torch::nn::Module, public EncoderDecoder {
  public:
   explicit Seq2SeqImpl(const Seq2SeqOptions& o);
   /// Encodes src (B, S) int64 once: outputs, precomputed attention keys, padding mask and
@@ -180,10 +184,18 @@ class Seq2SeqImpl : public torch::nn::Module {
   /// previous step's argmax instead of tgt_in[:, t] with probability 1 - ratio (one draw per
   /// step for the whole batch, from `generator`, or the default generator when null).
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in,
-                        double teacher_forcing_ratio = 1.0, torch::Generator* generator = nullptr);
+                        double teacher_forcing_ratio = 1.0,
+                        torch::Generator* generator = nullptr) override;
   const Seq2SeqOptions& options() const { return o_; }
   Seq2SeqEncoder& encoder_module() { return encoder; }
   Seq2SeqDecoder& decoder_module() { return decoder; }
+
+  // EncoderDecoder: encode() as a DecoderState for B rows; decode_step() on its rows.
+  DecoderState start(const torch::Tensor& src) override;
+  torch::Tensor step(const torch::Tensor& prev_tokens, DecoderState& state) override;
+  torch::Tensor attention(const DecoderState& state) const override;
+  std::shared_ptr<torch::nn::Module> module() override { return shared_from_this(); }
+  int64_t pad_id() const override { return o_.pad_id; }
 
  private:
   Seq2SeqOptions o_;
@@ -191,27 +203,5 @@ class Seq2SeqImpl : public torch::nn::Module {
   Seq2SeqDecoder decoder{nullptr};
 };
 TORCH_MODULE(Seq2Seq);
-
-/// Runs a Seq2Seq model under the generation API (models/generation.h). The DecoderState
-/// holds the encoder memory per sentence and the GRU state per hypothesis.
-class Seq2SeqStepModel : public StepModel {
- public:
-  explicit Seq2SeqStepModel(Seq2Seq model) : model_(std::move(model)) {}
-  /// Encodes src (B, S): the initial state for B rows.
-  DecoderState start(const torch::Tensor& src);
-  torch::Tensor step(const torch::Tensor& prev_tokens, DecoderState& state) override;
-  torch::Tensor attention(const DecoderState& state) const override;
-
- private:
-  Seq2Seq model_;
-};
-
-/// Translates src (B, S) without gradients, in eval mode (the model's mode is restored
-/// afterwards): greedy search when
-/// options.num_beams == 1, else beam search. Returns per sentence the n-best (best first),
-/// each with its attention rows (tokens x S) for alignment heat maps.
-std::vector<std::vector<Hypothesis>> generate(Seq2Seq& model, const torch::Tensor& src,
-                                              const GenerationOptions& options,
-                                              const Constraint* constraint = nullptr);
 
 }  // namespace zoo::models

@@ -386,7 +386,7 @@ TEST(Seq2SeqGeneration, BeamSearchReturnsValidScoredSequencesWithAttention) {
         torch::tensor({{3, 4, 5, 6, 0, 0}, {7, 8, 9, 10, 3, 4}, {5, 5, 0, 0, 0, 0}}, torch::kLong);
     auto o = options(4, 9, 1.0);
     o.num_return_sequences = 3;
-    auto nbest = models::generate(m, src, o);
+    auto nbest = models::generate(*m, src, o);
     ASSERT_EQ(nbest.size(), 3u);
     bool any_finished = false;
     for (int64_t b = 0; b < 3; ++b) {
@@ -424,7 +424,7 @@ TEST(Seq2SeqGeneration, BeamSearchReturnsValidScoredSequencesWithAttention) {
         EXPECT_NEAR(lp.gather(1, gold).sum().item<double>(), h.log_prob, 1e-4);
       }
       // Batched == alone (source padding is invisible).
-      auto alone = models::generate(m, src.narrow(0, b, 1).narrow(1, 0, len), o);
+      auto alone = models::generate(*m, src.narrow(0, b, 1).narrow(1, 0, len), o);
       for (size_t k = 0; k < nbest[b].size(); ++k) {
         EXPECT_EQ(alone[0][k].tokens, nbest[b][k].tokens);
         EXPECT_NEAR(alone[0][k].score, nbest[b][k].score, 1e-4);
@@ -434,12 +434,11 @@ TEST(Seq2SeqGeneration, BeamSearchReturnsValidScoredSequencesWithAttention) {
 
     // num_beams = 1 goes through greedy search, which agrees with a one-beam search.
     m->train();
-    auto greedy = models::generate(m, src, options(1, 9));
+    auto greedy = models::generate(*m, src, options(1, 9));
     EXPECT_TRUE(m->is_training());  // mode restored
-    models::Seq2SeqStepModel step_model(m);
     m->eval();
     torch::NoGradGuard no_grad;
-    auto one = beam_search(step_model, step_model.start(src), options(1, 9));
+    auto one = beam_search(*m, m->start(src), options(1, 9));
     for (int64_t b = 0; b < 3; ++b) {
       ASSERT_EQ(greedy[b].size(), 1u);
       expect_same(greedy[b][0], one[b][0], "greedy vs one beam");
@@ -454,7 +453,7 @@ TEST(Seq2SeqGeneration, ConstrainedBeamSearchStaysInTheTree) {
   const PrefixTree tree({{3, 4}, {5, 6, 7}, {8}}, kEos);
   auto o = options(4, 6);
   o.num_return_sequences = 3;
-  auto nbest = models::generate(m, src, o, &tree);
+  auto nbest = models::generate(*m, src, o, &tree);
   for (const auto& sentence : nbest) {
     ASSERT_EQ(sentence.size(), 3u);  // exactly the three listed sequences, best first
     for (const auto& h : sentence) EXPECT_TRUE(tree.contains(h.tokens));

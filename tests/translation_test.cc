@@ -16,6 +16,7 @@
 #include "data/pairs.h"
 #include "data/text.h"
 #include "data/vocab.h"
+#include "models/registry.h"
 #include "test_util.h"
 #include "train/heatmap.h"
 #include "train/task_registry.h"
@@ -201,6 +202,14 @@ TEST(TranslationData, SplitIsWrittenAndVocabulariesComeFromTheTrainingSplitOnly)
   EXPECT_EQ(model.at("bos_id").get<int64_t>(), expected_tgt.index("<start>"));
   EXPECT_EQ(model.at("eos_id").get<int64_t>(), expected_tgt.index("<end>"));
   EXPECT_EQ(model.at("pad_id").get<int64_t>(), 0);
+  // The model is what the registry builds from that completed section (same tensors and
+  // shapes), and the task's interface is that very module.
+  std::map<std::string, std::vector<int64_t>> built, used;
+  for (const auto& p : models::build_model(model)->named_parameters())
+    built[p.key()] = p.value().sizes().vec();
+  for (const auto& p : task->model()->named_parameters()) used[p.key()] = p.value().sizes().vec();
+  EXPECT_EQ(used, built);
+  EXPECT_EQ(task->model().get(), task->encoder_decoder().module().get());
   // A sentence with unseen characters encodes to OOV ids and translates without a crash.
   auto out = task->translate({"三只鼠狗。", "", "  "}, task->generation_options(1, 5));
   ASSERT_EQ(out.size(), 3u);

@@ -149,7 +149,7 @@ void setup_translate(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<TranslateArgs>();
   auto* cmd = app.add_subcommand(
       "translate",
-      "Translate Chinese sentences (one per line, stdin or --input) with a seq2seq checkpoint");
+      "Translate Chinese sentences (one per line, stdin or --input) with a translation checkpoint");
   cmd->add_option("--checkpoint", a->checkpoint, "checkpoint directory")->required();
   cmd->add_option("--input", a->input, "file of source sentences, one per line (default: stdin)");
   cmd->add_option("--beam", a->beam, "beam size; 1 = greedy")

@@ -40,6 +40,9 @@ const std::vector<TaskEntry>& task_registry() {
   static const std::vector<TaskEntry> table{
       {"image_classification", {"vit"}, resolve_image_data, describe_options<ImageDataOptions>,
        make_image_classification},
+      // Translation trains any model type whose models::ModelEntry is_encoder_decoder: it builds
+      // the model with models::build_encoder_decoder() and knows it only as a
+      // models::EncoderDecoder, so serving the Transformer is adding "transformer" to this list.
       {"translation", {"seq2seq"}, resolve_translation_data, describe_options<TranslationDataOptions>,
        make_with_assets<TranslationTask>},
   };

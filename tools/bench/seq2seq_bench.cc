@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t s = 0; s < sentences; s += beam_batch) {
     const auto part = src.narrow(0, s, std::min(beam_batch, sentences - s));
-    for (const auto& nbest : zoo::models::generate(model, part, g)) {
+    for (const auto& nbest : zoo::models::generate(*model, part, g)) {
       for (int64_t t : nbest.front().tokens) checksum = (checksum * 31 + t) % 1000000007;
       tokens += static_cast<int64_t>(nbest.front().tokens.size());
     }

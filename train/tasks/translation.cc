@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "data/text.h"
+#include "models/registry.h"
 #include "train/bleu.h"
 
 namespace fs = std::filesystem;
@@ -20,10 +21,15 @@ constexpr const char* kTargetVocabFile = "target_vocab.json";
 constexpr const char* kStart = "<start>";
 constexpr const char* kEnd = "<end>";
 
-// Model-section keys that the task fills from the data, beside Seq2SeqOptions' own.
-const std::vector<std::string>& extra_model_keys() {
-  static const std::vector<std::string> keys{"model_type", "bos_id", "eos_id"};
-  return keys;
+// Padding is index 0 of both Keras-style vocabularies; the model must agree.
+constexpr int64_t kPadId = 0;
+
+// An integer of the model section, or `fallback` when absent; wrong types name the key.
+int64_t model_int(const json& section, const char* key, int64_t fallback) {
+  if (!section.contains(key)) return fallback;
+  int64_t value = fallback;
+  detail::read_value(section[key], cat("model.", key), value);
+  return value;
 }
 
 // Tokens of a preprocessed sentence without its <start>/<end> wrapper.
@@ -51,37 +57,56 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
   context_ = context;
   data_ = read_options<TranslationDataOptions>(config.value("data", json::object()), "data");
   const json& model_section = config.at("model");
-  model_options_ = read_options<models::Seq2SeqOptions>(model_section, "model", extra_model_keys());
-  if (model_options_.pad_id != 0)
+  source_vocab_size_ = model_int(model_section, "source_vocab_size", 0);
+  target_vocab_size_ = model_int(model_section, "target_vocab_size", 0);
+  config_bos_ = model_int(model_section, "bos_id", -1);
+  config_eos_ = model_int(model_section, "eos_id", -1);
+  const int64_t pad_id = model_int(model_section, "pad_id", kPadId);
+  if (pad_id != kPadId)
     throw Error(
         cat("config: model.pad_id must be 0 for translation (the vocabularies' padding "
             "index), got ",
-            model_options_.pad_id));
-  const int64_t config_bos = model_section.value("bos_id", int64_t{-1});
-  const int64_t config_eos = model_section.value("eos_id", int64_t{-1});
+            pad_id));
 
-  // Where the vocabulary facts come from, for messages.
-  std::string where = "the training split of data.path";
   if (checkpoint_dir.empty()) {
     load_split();
     fit_vocabularies();
-    // Sizes given in the config must agree with the data (0 / absent: filled in).
-    auto fill = [&](const char* key, int64_t& field, int64_t actual, const char* limit_key) {
-      if (field != 0 && field != actual)
-        throw Error(cat("config: model.", key, " is ", field, " but the vocabulary built from ",
-                        data_.path, " has ", actual, " entries; remove model.", key,
-                        " (it is filled from the data) or set data.", limit_key));
-      field = actual;
-    };
-    fill("source_vocab_size", model_options_.source_vocab_size, source_vocab_.size(),
-         "source_num_words");
-    fill("target_vocab_size", model_options_.target_vocab_size, target_vocab_.size(),
-         "target_num_words");
+    check_vocabulary_sizes();
+    find_special_ids("the training split of data.path");
   } else {
     load_vocabularies(checkpoint_dir);
-    where = (fs::path(checkpoint_dir) / kTargetVocabFile).string();
+    find_special_ids((fs::path(checkpoint_dir) / kTargetVocabFile).string());
   }
 
+  // The facts from the data, under the names every translation model accepts; the model
+  // section is then complete and the registry builds whatever model type it names.
+  json& section = config_["model"];
+  section["source_vocab_size"] = source_vocab_size_;
+  section["target_vocab_size"] = target_vocab_size_;
+  section["bos_id"] = bos_id_;
+  section["eos_id"] = eos_id_;
+  section["pad_id"] = kPadId;
+  model_ = models::build_encoder_decoder(section);
+  if (model_->pad_id() != kPadId)
+    throw Error(cat("model_type '", section.value("model_type", ""), "' pads with id ", model_->pad_id(),
+                    " although model.pad_id is 0; its build() must honour model.pad_id"));
+  if (checkpoint_dir.empty()) encode_training_pairs();
+}
+
+void TranslationTask::check_vocabulary_sizes() {
+  // Sizes given in the config must agree with the data (0 / absent: filled in).
+  auto fill = [&](const char* key, int64_t& field, int64_t actual, const char* limit_key) {
+    if (field != 0 && field != actual)
+      throw Error(cat("config: model.", key, " is ", field, " but the vocabulary built from ",
+                      data_.path, " has ", actual, " entries; remove model.", key,
+                      " (it is filled from the data) or set data.", limit_key));
+    field = actual;
+  };
+  fill("source_vocab_size", source_vocab_size_, source_vocab_.size(), "source_num_words");
+  fill("target_vocab_size", target_vocab_size_, target_vocab_.size(), "target_num_words");
+}
+
+void TranslationTask::find_special_ids(const std::string& where) {
   // Special ids come from the target vocabulary; they must be ids the model can produce.
   for (const char* token : {kStart, kEnd}) {
     if (!target_vocab_.contains(token))
@@ -93,17 +118,10 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
   }
   bos_id_ = target_vocab_.index(kStart);
   eos_id_ = target_vocab_.index(kEnd);
-  if ((config_bos >= 0 && config_bos != bos_id_) || (config_eos >= 0 && config_eos != eos_id_))
+  if ((config_bos_ >= 0 && config_bos_ != bos_id_) || (config_eos_ >= 0 && config_eos_ != eos_id_))
     throw Error(cat(where, ": <start>/<end> have ids ", bos_id_, "/", eos_id_,
-                    " but the model section says bos_id ", config_bos, ", eos_id ", config_eos,
+                    " but the model section says bos_id ", config_bos_, ", eos_id ", config_eos_,
                     "; the vocabulary does not belong to this model"));
-  config_["model"]["source_vocab_size"] = model_options_.source_vocab_size;
-  config_["model"]["target_vocab_size"] = model_options_.target_vocab_size;
-  config_["model"]["bos_id"] = bos_id_;
-  config_["model"]["eos_id"] = eos_id_;
-
-  model_ = models::Seq2Seq(model_options_);
-  if (checkpoint_dir.empty()) encode_training_pairs();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -159,7 +177,7 @@ void TranslationTask::load_vocabularies(const std::string& dir) {
     std::error_code ec;
     if (!fs::exists(path, ec))
       throw Error(cat(path,
-                      ": missing; a seq2seq checkpoint needs the vocabularies it was trained "
+                      ": missing; a translation checkpoint needs the vocabularies it was trained "
                       "with (zoo train writes ",
                       kSourceVocabFile, " and ", kTargetVocabFile, " into every checkpoint)"));
     data::Vocab v = data::Vocab::load(path);
@@ -169,8 +187,8 @@ void TranslationTask::load_vocabularies(const std::string& dir) {
                       "; this vocabulary does not belong to this checkpoint"));
     return v;
   };
-  source_vocab_ = load(kSourceVocabFile, model_options_.source_vocab_size, "source_vocab_size");
-  target_vocab_ = load(kTargetVocabFile, model_options_.target_vocab_size, "target_vocab_size");
+  source_vocab_ = load(kSourceVocabFile, source_vocab_size_, "source_vocab_size");
+  target_vocab_ = load(kTargetVocabFile, target_vocab_size_, "target_vocab_size");
 }
 
 void TranslationTask::encode_training_pairs() {
@@ -268,7 +286,7 @@ Loss TranslationTask::loss(const Batch& batch) {
   }
   return {F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}),
                            F::CrossEntropyFuncOptions()
-                               .ignore_index(model_options_.pad_id)
+                               .ignore_index(model_->pad_id())
                                .label_smoothing(context_.label_smoothing))};
 }
 
@@ -313,10 +331,10 @@ Metrics TranslationTask::evaluate(const std::string& split, int64_t batch_size,
     total_loss +=
         F::cross_entropy(
             logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}),
-            F::CrossEntropyFuncOptions().ignore_index(model_options_.pad_id).reduction(torch::kSum))
+            F::CrossEntropyFuncOptions().ignore_index(model_->pad_id()).reduction(torch::kSum))
             .item<double>();
-    total_tokens += tgt_out.ne(model_options_.pad_id).sum().item<int64_t>();
-    const auto hyps = models::generate(model_, src, generation);
+    total_tokens += tgt_out.ne(model_->pad_id()).sum().item<int64_t>();
+    const auto hyps = models::generate(*model_, src, generation);
     for (size_t j = 0; j < batch.size(); ++j)
       hypotheses[batch[j]] = detokenize(hyps[j].at(0).tokens);
   }
@@ -356,14 +374,14 @@ std::vector<Translation> TranslationTask::translate(const std::vector<std::strin
     lengths.push_back(static_cast<int64_t>(ids.back().size()));
   }
   if (ids.empty()) return out;
-  const auto params = model_->parameters();
+  const auto params = model_->module()->parameters();
   const torch::Device device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
   for (const auto& batch :
        data::bucket_batches(lengths, std::max<int64_t>(1, batch_size), 0, /*shuffle=*/false)) {
     std::vector<std::vector<int64_t>> rows;
     for (int64_t k : batch) rows.push_back(ids[k]);
     auto src = data::pad_sequences(rows).to(device);
-    const auto hyps = models::generate(model_, src, options, constraint);
+    const auto hyps = models::generate(*model_, src, options, constraint);
     for (size_t j = 0; j < batch.size(); ++j) {
       const models::Hypothesis& h = hyps[j].at(0);
       Translation& t = out[where[batch[j]]];
@@ -432,7 +450,7 @@ std::vector<int64_t> TranslationTask::encode_source(const std::string& sentence,
 std::string TranslationTask::detokenize(const std::vector<int64_t>& ids) const {
   std::vector<int64_t> words;
   for (int64_t id : ids)
-    if (id != eos_id_ && id != bos_id_ && id != model_options_.pad_id) words.push_back(id);
+    if (id != eos_id_ && id != bos_id_ && id != model_->pad_id()) words.push_back(id);
   return target_vocab_.decode(words);
 }
 

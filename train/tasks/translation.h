@@ -1,14 +1,17 @@
 #pragma once
-// Chinese -> English translation (document 000): Tatoeba/Anki sentence pairs + the GRU
-// encoder-decoder with Bahdanau attention (models/seq2seq.h). The task owns the data side
-// (pair file, deterministic split, document-000 preprocessing, Keras-style vocabularies:
-// characters for Chinese, words for English), the padding-masked cross-entropy, and the
-// metrics: teacher-forced loss and perplexity, BLEU of greedy or beam decodes.
+// Chinese -> English translation (document 000): Tatoeba/Anki sentence pairs + any
+// encoder-decoder model (models/encoder_decoder.h: the GRU with Bahdanau attention, the
+// Transformer), built through the model registry and used only through that interface, so
+// a new model type needs no change here. The task owns the data side (pair file,
+// deterministic split, document-000 preprocessing, Keras-style vocabularies: characters
+// for Chinese, words for English), the padding-masked cross-entropy, and the metrics:
+// teacher-forced loss and perplexity, BLEU of greedy or beam decodes.
 //
 // Token ids are never assumed: pad is 0 (the Keras vocabulary's padding), <start> and <end>
-// are looked up in the target vocabulary and recorded in the model section (bos_id, eos_id)
-// together with the vocabulary sizes, so a checkpoint's config.json says what its
-// source_vocab.json / target_vocab.json must hold.
+// are looked up in the target vocabulary. What the task learns from the data goes into the
+// model section under fixed names, which every translation model's options must accept:
+// source_vocab_size, target_vocab_size, bos_id, eos_id and pad_id (0). So a checkpoint's
+// config.json says what its source_vocab.json / target_vocab.json must hold.
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,14 +19,14 @@
 
 #include "data/pairs.h"
 #include "data/vocab.h"
+#include "models/encoder_decoder.h"
 #include "models/generation.h"
-#include "models/seq2seq.h"
 #include "train/capabilities.h"
 #include "train/task.h"
 
 namespace zoo {
 
-/// The "data" section of seq2seq configs.
+/// The "data" section of translation configs.
 struct TranslationDataOptions {
   std::string path;  // required for training and evaluation
   bool strict = false;
@@ -84,7 +87,7 @@ class TranslationTask : public Task, public Translator {
   /// checks them against the model section; the pair file is read only by evaluate().
   TranslationTask(const json& config, const TaskContext& context, const std::string& checkpoint_dir = "");
 
-  std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
+  std::shared_ptr<torch::nn::Module> model() override { return model_->module(); }
   /// Writes train.tsv / valid.tsv / test.tsv into `output_dir` (when not empty).
   void prepare_training(const std::string& output_dir) override;
   int64_t num_train_examples() const override { return static_cast<int64_t>(train_src_.size()); }
@@ -124,7 +127,7 @@ class TranslationTask : public Task, public Translator {
   /// Preprocessed English without <start>/<end>: what BLEU compares against.
   static std::string reference_text(const std::string& english);
 
-  models::Seq2Seq& seq2seq() { return model_; }
+  models::EncoderDecoder& encoder_decoder() { return *model_; }
   const data::Vocab& source_vocab() const { return source_vocab_; }
   const data::Vocab& target_vocab() const { return target_vocab_; }
   const TranslationDataOptions& data_options() const { return data_; }
@@ -141,6 +144,11 @@ class TranslationTask : public Task, public Translator {
   std::vector<data::SentencePair> eval_pairs(const std::string& split);
   void fit_vocabularies();
   void load_vocabularies(const std::string& dir);
+  // Vocabulary sizes from the data, checked against (or filled into) the model section's.
+  void check_vocabulary_sizes();
+  // bos_id_/eos_id_ from the target vocabulary, checked against the model section's;
+  // `where` names the vocabulary's origin in messages.
+  void find_special_ids(const std::string& where);
   void encode_training_pairs();
   // Source ids of a raw sentence and the token shown for each id (<start> ... <end>).
   std::vector<int64_t> encode_source(const std::string& sentence,
@@ -148,8 +156,10 @@ class TranslationTask : public Task, public Translator {
   std::string detokenize(const std::vector<int64_t>& ids) const;
 
   TranslationDataOptions data_;
-  models::Seq2SeqOptions model_options_;
-  models::Seq2Seq model_{nullptr};
+  // The model section's facts about the data (0 / -1: not given, filled in from the data).
+  int64_t source_vocab_size_ = 0, target_vocab_size_ = 0;
+  int64_t config_bos_ = -1, config_eos_ = -1;
+  std::shared_ptr<models::EncoderDecoder> model_;
   std::string checkpoint_dir_;
   data::Vocab source_vocab_, target_vocab_;
   int64_t bos_id_ = -1, eos_id_ = -1;
