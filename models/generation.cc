@@ -408,15 +408,4 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, DecoderState 
   return finished;
 }
 
-torch::Tensor pad_hypotheses(const std::vector<Hypothesis>& hypotheses, int64_t pad_id) {
-  size_t longest = 0;
-  for (const auto& h : hypotheses) longest = std::max(longest, h.tokens.size());
-  auto out = torch::full({static_cast<int64_t>(hypotheses.size()), static_cast<int64_t>(longest)},
-                         pad_id, torch::kLong);  // (B, T)
-  auto acc = out.accessor<int64_t, 2>();
-  for (size_t b = 0; b < hypotheses.size(); ++b)
-    for (size_t t = 0; t < hypotheses[b].tokens.size(); ++t) acc[b][t] = hypotheses[b].tokens[t];
-  return out;
-}
-
 }  // namespace zoo::models

@@ -185,7 +185,4 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, DecoderState 
                                                  const GenerationOptions& options,
                                                  const Constraint* constraint = nullptr);
 
-/// Hypotheses' tokens as one (B, T) int64 tensor, right-padded with `pad_id`.
-torch::Tensor pad_hypotheses(const std::vector<Hypothesis>& hypotheses, int64_t pad_id);
-
 }  // namespace zoo::models
