@@ -28,19 +28,27 @@ Usage: $PROG NAME... [--mirror DIR] [--dest DIR]
 Fetches data sets into DEST/NAME, verifies them and unpacks archives. Already present
 and verified data is left alone, so running it again is cheap.
 
+DEST defaults to zoo's data home, where zoo looks up every data path that starts
+with none of /, ./, ../, ~/ (e.g. "path": "cmn-eng/cmn.txt" in a recipe):
+\$ZOO_DATA_DIR, else \$XDG_DATA_HOME/zoo/data, else \$HOME/.local/share/zoo/data;
+here $DEFAULT_DEST. Paths with a leading /, ./, ../ or ~/ are used as given.
+With --dest elsewhere, run zoo with ZOO_DATA_DIR set to that folder.
+
 Names:
   cmn-eng          English-Chinese sentence pairs (manythings.org)  -> cmn-eng/cmn.txt
   imdb             Large Movie Review Dataset v1.0 (Stanford)       -> imdb/aclImdb/
   tinyshakespeare  karpathy/char-rnn's tinyshakespeare              -> tinyshakespeare/input.txt
   cifar10          CIFAR-10, binary version (Toronto)               -> cifar10/cifar-10-batches-bin/
   fashion-mnist    from the Debian package dataset-fashion-mnist    -> $FASHION_DIR
+                   (and DEST/fashion-mnist, a link to it)
 
 Options:
-  --mirror DIR  copy from a local folder instead of downloading; its layout is
+  --mirror DIR  copy from a local folder instead of downloading (offline machines:
+                $PROG cmn-eng --mirror /path/to/mirror); its layout is
                 DIR/cmn-eng/cmn.txt, DIR/imdb/aclImdb_v1.tar.gz,
                 DIR/tinyshakespeare/input.txt, DIR/cifar10/cifar-10-binary.tar.gz
-  --dest DIR    the data root (default: \${ZOO_DATA_DIR:-\$HOME/.cache/zoo/data}, now
-                $DEFAULT_DEST); each set goes into DIR/NAME
+  --dest DIR    the data root (default: the data home above); each set goes into
+                DIR/NAME
   -h, --help    this help
 
 Archives (imdb, cifar10) are deleted once verified and unpacked.
@@ -57,7 +65,18 @@ say() { echo "$PROG: $*"; }
 sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 md5_of() { md5sum "$1" | cut -d' ' -f1; }
 
-DEFAULT_DEST=${ZOO_DATA_DIR:-${HOME:-/tmp}/.cache/zoo/data}
+# The data home, by the rule core/paths.cc applies (the XDG spec ignores a relative
+# XDG_DATA_HOME), so that zoo finds what this script fetched without being told where.
+data_home() {
+  if [[ -n ${ZOO_DATA_DIR:-} ]]; then
+    echo "$ZOO_DATA_DIR"
+  elif [[ ${XDG_DATA_HOME:-} == /* ]]; then
+    echo "$XDG_DATA_HOME/zoo/data"
+  elif [[ -n ${HOME:-} ]]; then
+    echo "$HOME/.local/share/zoo/data"
+  fi
+}
+DEFAULT_DEST=$(data_home)
 MIRROR=
 DEST=$DEFAULT_DEST
 REQUESTED=()
@@ -86,6 +105,7 @@ for name in "${REQUESTED[@]}"; do
     exit 2
   fi
 done
+[[ -n $DEST ]] || die "no data home: ZOO_DATA_DIR, XDG_DATA_HOME and HOME are all unset; use --dest DIR"
 if [[ -n $MIRROR && ! -d $MIRROR ]]; then
   die "mirror folder $MIRROR does not exist"
 fi
@@ -241,7 +261,13 @@ fetch_fashion_mnist() {
         "(it installs into $FASHION_DIR)"
     fi
   fi
-  say "fashion-mnist: ready in $FASHION_DIR"
+  # A link in DEST lets a config name it like the other sets (data.path=fashion-mnist);
+  # the recipes keep Debian's absolute path, which needs no data home.
+  if [[ ! -e $DEST/fashion-mnist ]]; then
+    mkdir -p -- "$DEST" && ln -s -- "$FASHION_DIR" "$DEST/fashion-mnist" ||
+      die "cannot create the link $DEST/fashion-mnist"
+  fi
+  say "fashion-mnist: ready in $FASHION_DIR (also $DEST/fashion-mnist)"
 }
 
 for name in "${REQUESTED[@]}"; do
@@ -262,3 +288,7 @@ for name in "${REQUESTED[@]}"; do
         cifar-10-batches-bin md5 "$MD5_CIFAR10" ;;
   esac
 done
+if [[ $DEST != "$DEFAULT_DEST" ]]; then
+  say "note: $DEST is not zoo's data home ($DEFAULT_DEST): run zoo with ZOO_DATA_DIR=$DEST" \
+    "so that recipes find the data there"
+fi

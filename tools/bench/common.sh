@@ -2,8 +2,9 @@
 # script's name for messages), ROUNDS (default round count) and BIN (the C++ side's binary
 # name). Parses [--rounds N] [--build DIR] [-- ARGS...] from "$@" into ROUNDS, BUILD and
 # ARGS, checks that the binary is built and that python3 has torch, and defines median,
-# field (the number after "KEY": in JSON on stdin) and step_rounds (the interleaved rounds
-# of training steps both benchmarks run).
+# field (the number after "KEY": in JSON on stdin), the Python settings (PY_SETTINGS,
+# run_python, fastest) and step_rounds (the interleaved rounds of training steps both
+# benchmarks run).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BUILD=build
@@ -22,23 +23,73 @@ PY=/usr/bin/python3
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
+num() { awk -v x="$1" 'BEGIN {printf "%.1f", x}'; }  # for display; medians use the raw values
 
-# step_rounds LABEL PY_SCRIPT [EXTRA ARGS...]: ROUNDS interleaved rounds of
-# $BUILD/$BIN, PY_SCRIPT as installed and PY_SCRIPT with OPENBLAS_NUM_THREADS=1 (the
-# threading zoo configures for itself), each given EXTRA ARGS then ARGS; prints every round,
-# the median step of each side and the ratios zoo/python.
+# The Python side runs under each setting a Python user might choose, and each ratio is taken
+# against the fastest of them, so that zoo is never compared with a needlessly slow Python:
+#   defaults            torch's own thread count (the scripts' --default-threads: no
+#                       torch.set_num_threads call), OpenBLAS's own pool
+#   set_num_threads(N)  torch.set_num_threads(--threads), as zoo is given
+#   OPENBLAS_NUM_THREADS=1  set_num_threads(N) with OpenBLAS single-threaded (the threading
+#                       zoo configures for itself)
+THREADS=2
+for ((i = 0; i < ${#ARGS[@]}; ++i)); do
+  [ "${ARGS[i]}" = --threads ] && [ $((i + 1)) -lt ${#ARGS[@]} ] && THREADS=${ARGS[i + 1]}
+  case "${ARGS[i]}" in --threads=*) THREADS=${ARGS[i]#--threads=} ;; esac
+done
+PY_SETTINGS=("defaults" "set_num_threads($THREADS)" "OPENBLAS_NUM_THREADS=1")
+
+# run_python SETTING_INDEX SCRIPT ARGS...: SCRIPT under Python setting SETTING_INDEX.
+run_python() {
+  local setting=$1; shift
+  case "$setting" in
+    0) "$PY" "$@" --default-threads ;;
+    1) "$PY" "$@" ;;
+    2) OPENBLAS_NUM_THREADS=1 "$PY" "$@" ;;
+  esac
+}
+
+# fastest UNIT VALUE... (one value per Python setting): the index of the fastest setting;
+# UNIT "ms" (lower is faster) or "per_s" (higher is faster).
+fastest() {
+  local unit=$1 best=0 i; shift
+  local v=("$@")
+  for i in "${!v[@]}"; do
+    if [ "$unit" = ms ]; then
+      awk -v a="${v[i]}" -v b="${v[best]}" 'BEGIN {exit !(a < b)}' && best=$i
+    else
+      awk -v a="${v[i]}" -v b="${v[best]}" 'BEGIN {exit !(a > b)}' && best=$i
+    fi
+  done
+  echo "$best"
+}
+
+# step_rounds LABEL PY_SCRIPT [EXTRA ARGS...]: ROUNDS rounds, each running $BUILD/$BIN and
+# then PY_SCRIPT under every Python setting, all given EXTRA ARGS then ARGS, so that every
+# side sees the same machine noise; prints every round, the median step of each side and
+# the ratio zoo/python against the fastest Python setting, named.
 step_rounds() {
-  local label=$1 script=$2 r c p p1 mc mp mp1; shift 2
-  local cpp=() py=() py1=()
+  local label=$1 script=$2 r s c p line best mc; shift 2
+  local cpp=() pys=("" "" "") med=()  # pys[s]: the rounds' times of Python setting s
   for r in $(seq "$ROUNDS"); do
     c=$("$BUILD/$BIN" "$@" "${ARGS[@]}" | field median_step_ms)
-    p=$("$PY" "$script" "$@" "${ARGS[@]}" | field median_step_ms)
-    p1=$(OPENBLAS_NUM_THREADS=1 "$PY" "$script" "$@" "${ARGS[@]}" | field median_step_ms)
-    echo "$label round $r: zoo ${c} ms  python ${p} ms  python(OPENBLAS_NUM_THREADS=1) ${p1} ms"
-    cpp+=("$c"); py+=("$p"); py1+=("$p1")
+    cpp+=("$c")
+    line="$label round $r: zoo $(num "$c") ms | python:"
+    for s in 0 1 2; do
+      p=$(run_python "$s" "$script" "$@" "${ARGS[@]}" | field median_step_ms)
+      pys[s]+=" $p"
+      line+=" ${PY_SETTINGS[s]} $(num "$p") ms;"
+    done
+    echo "${line%;}"
   done
-  mc=$(median "${cpp[@]}"); mp=$(median "${py[@]}"); mp1=$(median "${py1[@]}")
-  echo "median $label step: zoo ${mc} ms, python ${mp} ms, python(OPENBLAS_NUM_THREADS=1) ${mp1} ms"
-  awk -v c="$mc" -v p="$mp" -v p1="$mp1" \
-    'BEGIN {printf "ratio zoo/python: %.3f (default python), %.3f (python with OPENBLAS_NUM_THREADS=1)\n", c/p, c/p1}'
+  mc=$(median "${cpp[@]}")
+  for s in 0 1 2; do med+=("$(median ${pys[s]})"); done
+  echo "median $label step: zoo $(num "$mc") ms"
+  for s in 0 1 2; do
+    awk -v c="$mc" -v p="${med[s]}" -v n="${PY_SETTINGS[s]}" \
+      'BEGIN {printf "  python %-24s %.1f ms (zoo/python %.3f)\n", n, p, c/p}'
+  done
+  best=$(fastest ms "${med[@]}")
+  awk -v c="$mc" -v p="${med[best]}" -v n="${PY_SETTINGS[best]}" \
+    'BEGIN {printf "ratio zoo/python: %.3f against the fastest Python setting, %s (%.1f ms)\n", c/p, n, p}'
 }

@@ -33,13 +33,16 @@ for name, default in [("embedding", 256), ("units", 1024), ("src-vocab", 2779), 
                       ("batch", 64), ("src-len", 14), ("tgt-len", 12), ("steps", 10), ("warmup", 2), ("threads", 2),
                       ("sentences", 200), ("beam-batch", 100), ("beams", 4), ("max-len", 20)]:
     p.add_argument("--" + name, type=int, default=default)
+p.add_argument("--default-threads", action="store_true",
+               help="leave torch's thread count at its default (no torch.set_num_threads(--threads))")
 p.add_argument("--load", help="beam mode: weights + sources written by zoo_bench_seq2seq --save")
 a = p.parse_args()
 if a.mask:
     sys.exit("seq2seq_bench.py: document 000's modules have no source mask (run with --mask 0)")
 if a.units != 1024:
     sys.exit("seq2seq_bench.py: document 000's BahdanauAttention hard-codes nn.Linear(1024, units): --units must be 1024")
-torch.set_num_threads(a.threads)
+if not a.default_threads:
+    torch.set_num_threads(a.threads)
 torch.manual_seed(0)
 encoder = doc.Encoder(a.src_vocab, a.embedding, a.units, a.batch)
 decoder = doc.Decoder(a.tgt_vocab, a.embedding, a.units, a.batch)

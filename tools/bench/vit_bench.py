@@ -19,9 +19,12 @@ for name, default in [("hidden", 128), ("layers", 4), ("heads", 4), ("mlp", 256)
                       ("channels", 1), ("batch", 128), ("steps", 30), ("warmup", 5), ("threads", 2)]:
     p.add_argument("--" + name, type=int, default=default)
 p.add_argument("--act", default="gelu", help="feed-forward activation (hidden_act)")
+p.add_argument("--default-threads", action="store_true",
+               help="leave torch's thread count at its default (no torch.set_num_threads(--threads))")
 p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16: torch.autocast('cpu', bfloat16)")
 a = p.parse_args()
-torch.set_num_threads(a.threads)
+if not a.default_threads:
+    torch.set_num_threads(a.threads)
 torch.manual_seed(0)
 cfg = hf_vit.Config({"hidden_size": a.hidden, "num_hidden_layers": a.layers, "num_attention_heads": a.heads,
                      "intermediate_size": a.mlp, "image_size": a.image, "patch_size": a.patch,

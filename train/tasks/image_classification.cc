@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/paths.h"
 
 namespace zoo {
 
@@ -35,10 +36,11 @@ ImageClassificationTask::ImageClassificationTask(const json& config, const TaskC
 }
 
 std::unique_ptr<data::ImageSet> ImageClassificationTask::load_split(const std::string& split) const {
-  if (data_.dataset == "cifar10") return std::make_unique<data::ImageSet>(data::load_cifar10(data_.path, split));
+  const std::string path = existing_data_path(data_.path);
+  if (data_.dataset == "cifar10") return std::make_unique<data::ImageSet>(data::load_cifar10(path, split));
   std::vector<std::string> names = model_->options().labels;
   if (names.empty()) names = data_.dataset == "mnist" ? data::mnist_classes() : data::fashion_mnist_classes();
-  return std::make_unique<data::ImageSet>(data::load_mnist_like(data_.path, split, names));
+  return std::make_unique<data::ImageSet>(data::load_mnist_like(path, split, names));
 }
 
 const data::ImageSet& ImageClassificationTask::train_set() {

@@ -28,7 +28,9 @@ struct ImageDataOptions {
   template <class V>
   void fields(V& v) {
     v("dataset", dataset, "file layout of data.path", one_of({"fashion_mnist", "mnist", "cifar10"}));
-    v("path", path, "folder with the data set files");
+    v("path", path,
+      "folder with the data set files; without a leading /, ./, ../ or ~/ it is looked up in the "
+      "data home (ZOO_DATA_DIR)");
     v("validation_size", validation_size, "training examples held out for evaluation during training", at_least(0));
     v("mean", mean, "per-channel mean for normalisation (empty: data set default)");
     v("std", std, "per-channel std for normalisation (empty: data set default)");

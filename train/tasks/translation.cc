@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "core/paths.h"
 #include "data/text.h"
 #include "models/registry.h"
 #include "train/bleu.h"
@@ -132,12 +133,12 @@ void TranslationTask::load_split() {
   if (data_.path.empty())
     throw Error(
         "config: data.path is not set; point it at a Tatoeba/Anki pair file (English<TAB>Chinese "
-        "per line), e.g. --set data.path=../shared/data/cmn-eng/cmn.txt, or fetch one with "
-        "tools/fetch_data.sh cmn-eng");
+        "per line), e.g. tools/fetch_data.sh cmn-eng, then --set data.path=cmn-eng/cmn.txt");
+  const std::string path = existing_data_path(data_.path);
   data::PairReadReport report;
-  std::vector<data::SentencePair> pairs = data::read_pair_file(data_.path, data_.strict, report);
+  std::vector<data::SentencePair> pairs = data::read_pair_file(path, data_.strict, report);
   if (report.malformed > 0) {
-    std::cerr << "zoo: warning: " << data_.path << ": skipped " << report.malformed
+    std::cerr << "zoo: warning: " << path << ": skipped " << report.malformed
               << " malformed line" << (report.malformed == 1 ? "" : "s") << " of " << report.lines
               << " (data.strict=true makes this an error):\n";
     for (const auto& m : report.messages) std::cerr << "  " << m << "\n";
@@ -239,7 +240,7 @@ std::vector<data::SentencePair> TranslationTask::eval_pairs(const std::string& s
     // holds the split it used.
     std::error_code ec;
     const fs::path tsv = run_dir_of(checkpoint_dir_) / (split + ".tsv");
-    if ((data_.path.empty() || !fs::exists(data_.path, ec)) && fs::exists(tsv, ec)) {
+    if (!data_path_exists(data_.path) && fs::exists(tsv, ec)) {
       std::cerr << "zoo: note: data.path "
                 << (data_.path.empty() ? std::string("is not set")
                                        : "'" + data_.path + "' does not exist")

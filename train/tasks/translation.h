@@ -48,7 +48,8 @@ struct TranslationDataOptions {
   void fields(V& v) {
     v("path", path,
       "pair file, English<TAB>Chinese[<TAB>attribution] per line (Tatoeba/Anki cmn.txt; "
-      "tools/fetch_data.sh cmn-eng)");
+      "tools/fetch_data.sh cmn-eng); without a leading /, ./, ../ or ~/ it is looked up in the "
+      "data home (ZOO_DATA_DIR)");
     v("strict", strict, "stop at the first malformed line instead of skipping and counting it");
     v("num_examples", num_examples, "use only the first N pairs of the file; 0 = all", at_least(0));
     v("test_size", test_size, "pairs held out as the test split", at_least(0));
