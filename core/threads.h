@@ -1,8 +1,8 @@
 #pragma once
 // CPU thread control: LibTorch's intra-op threads, OpenBLAS's own pool, OpenMP's wait
 // policy and glibc's allocator, set once at start-up; and a guard for code that gives each
-// of LibTorch's threads its own matrix products. Why each setting pays is measured in the
-// README (Benchmarks).
+// of LibTorch's threads its own matrix products. Why each setting pays is measured in
+// docs/results.md (Benchmarks).
 
 namespace zoo {
 
