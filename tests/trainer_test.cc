@@ -218,6 +218,13 @@ class LinearTask : public Task {
   torch::Tensor x_, y_;
 };
 
+// Gives `to` the weights of `from`, so that two runs start alike.
+void start_alike(const LinearTask& from, LinearTask& to) {
+  torch::NoGradGuard g;
+  to.net_->weight.copy_(from.net_->weight);
+  to.net_->bias.copy_(from.net_->bias);
+}
+
 json linear_config(const json& train) {
   json t = train;
   t["report_to_tensorboard"] = false;
@@ -232,11 +239,7 @@ json linear_config(const json& train) {
 TEST(Trainer, GradientAccumulationEqualsTheLargerBatch) {
   test::TempDir dir;
   LinearTask a, b;
-  {
-    torch::NoGradGuard g;
-    b.net_->weight.copy_(a.net_->weight);
-    b.net_->bias.copy_(a.net_->bias);
-  }
+  start_alike(a, b);
   const auto w0 = a.net_->weight.detach().clone();
   train(a, TrainerArgs{linear_config({{"max_steps", 3}, {"per_device_train_batch_size", 16}}), "x", dir / "a",
                        torch::Device(torch::kCPU), ""});
@@ -522,11 +525,7 @@ TEST(Trainer, AfterBackwardHookSeesTheGradientsBeforeTheUpdate) {
 TEST(Trainer, OnlyTheWritingProcessWritesLogsAndCheckpoints) {
   test::TempDir dir;
   LinearTask writer, reader;
-  {
-    torch::NoGradGuard g;
-    reader.net_->weight.copy_(writer.net_->weight);
-    reader.net_->bias.copy_(writer.net_->bias);
-  }
+  start_alike(writer, reader);
   const json config = linear_config({{"max_steps", 4}, {"per_device_train_batch_size", 8}, {"save_steps", 2}});
   TrainerArgs quiet{config, "x", dir / "quiet", torch::Device(torch::kCPU), ""};
   quiet.hooks.is_writer = [] { return false; };

@@ -40,10 +40,10 @@ const std::vector<TaskEntry>& task_registry() {
   static const std::vector<TaskEntry> table{
       {"image_classification", {"vit"}, resolve_image_data, describe_options<ImageDataOptions>,
        make_image_classification},
-      // Translation trains any model type whose models::ModelEntry is_encoder_decoder: it builds
-      // the model with models::build_encoder_decoder() and knows it only as a
-      // models::EncoderDecoder, so serving the Transformer is adding "transformer" to this list.
-      {"translation", {"seq2seq"}, resolve_translation_data, describe_options<TranslationDataOptions>,
+      // Translation trains every model type whose models::ModelEntry is_encoder_decoder: it
+      // builds the model with models::build_encoder_decoder() and knows it only as a
+      // models::EncoderDecoder, so a new encoder-decoder is served without a change here.
+      {"translation", models::encoder_decoder_types(), resolve_translation_data, describe_options<TranslationDataOptions>,
        make_with_assets<TranslationTask>},
   };
   return table;
@@ -68,6 +68,15 @@ std::string task_name(const json& config) {
   return models::model_entry(config.at("model").at("model_type")).default_task;
 }
 
+namespace {
+// Throws unless `task` trains `model_type`.
+void check_trains(const TaskEntry& task, const std::string& model_type, const std::string& prefix = "") {
+  if (std::find(task.model_types.begin(), task.model_types.end(), model_type) != task.model_types.end()) return;
+  throw Error(cat(prefix, "the task '", task.name, "' cannot train model_type '", model_type, "'; it trains ",
+                  join(task.model_types)));
+}
+}  // namespace
+
 json resolve_config(json config, const std::string& source) {
   check_sections(config, source);
   try {
@@ -78,9 +87,7 @@ json resolve_config(json config, const std::string& source) {
     named["model"] = out["model"];
     const std::string name = task_name(named);
     const TaskEntry& task = task_entry(name);
-    if (std::find(task.model_types.begin(), task.model_types.end(), type) == task.model_types.end())
-      throw Error(cat("config: the task '", name, "' cannot train model_type '", type, "'; it trains ",
-                      join(task.model_types)));
+    check_trains(task, type, "config: ");
     out["task"] = name;
     out["data"] = task.resolve_data(config.value("data", json::object()), out["model"]);
     out["train"] = to_json(read_options<TrainOptions>(config.value("train", json::object()), "train"));
@@ -133,8 +140,7 @@ void describe_section(std::ostringstream& os, const std::string& section, const 
 std::string describe_config(const std::string& name, const std::string& model_type) {
   const TaskEntry& task = task_entry(name);
   const std::string type = model_type.empty() ? task.model_types.front() : model_type;
-  if (std::find(task.model_types.begin(), task.model_types.end(), type) == task.model_types.end())
-    throw Error(cat("the task '", name, "' cannot train model_type '", type, "'; it trains ", join(task.model_types)));
+  check_trains(task, type);
   std::ostringstream os;
   os << "task: " << name << " (model types: " << join(task.model_types) << ")\n";
   auto model_docs = models::model_entry(type).describe();

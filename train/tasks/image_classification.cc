@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/paths.h"
+#include "models/registry.h"
 
 namespace zoo {
 
@@ -29,10 +30,11 @@ void ImageDataOptions::resolve(int64_t channels) {
 ImageClassificationTask::ImageClassificationTask(const json& config, const TaskContext& context) {
   config_ = config;
   context_ = context;
-  auto vit_options = read_options<models::ViTOptions>(config.at("model"), "model", {"model_type"});
+  // Built by the model registry, like every model; this task serves the ViT only (task table).
+  model_ = models::ViTForImageClassification(
+      std::dynamic_pointer_cast<models::ViTForImageClassificationImpl>(models::build_model(config.at("model"))));
   data_ = read_options<ImageDataOptions>(config.value("data", json::object()), "data");
-  data_.resolve(vit_options.num_channels);
-  model_ = models::ViTForImageClassification(vit_options);
+  data_.resolve(model_->options().num_channels);
 }
 
 std::unique_ptr<data::ImageSet> ImageClassificationTask::load_split(const std::string& split) const {
