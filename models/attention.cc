@@ -104,20 +104,27 @@ torch::Tensor linear_rows(const torch::Tensor& x, const std::vector<torch::Tenso
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& o) : options(o) {
   TORCH_CHECK(o.embed_dim() % o.num_heads() == 0, "attention: embed_dim (", o.embed_dim(),
               ") must be divisible by num_heads (", o.num_heads(), ")");
-  const auto qkv = torch::nn::LinearOptions(o.embed_dim(), o.embed_dim()).bias(o.qkv_bias());
-  query = register_at(*this, o.query_name(), torch::nn::Linear(qkv));
-  key = register_at(*this, o.key_name(), torch::nn::Linear(qkv));
-  value = register_at(*this, o.value_name(), torch::nn::Linear(qkv));
+  if (!o.fused_qkv_name().empty()) {
+    qkv = register_at(*this, o.fused_qkv_name(),
+                      torch::nn::Linear(torch::nn::LinearOptions(o.embed_dim(), 3 * o.embed_dim()).bias(o.qkv_bias())));
+  } else {
+    const auto each = torch::nn::LinearOptions(o.embed_dim(), o.embed_dim()).bias(o.qkv_bias());
+    query = register_at(*this, o.query_name(), torch::nn::Linear(each));
+    key = register_at(*this, o.key_name(), torch::nn::Linear(each));
+    value = register_at(*this, o.value_name(), torch::nn::Linear(each));
+  }
   output = register_at(*this, o.output_name(), torch::nn::Linear(o.embed_dim(), o.embed_dim()));
   pack();
 }
 
 void MultiHeadAttentionImpl::pack() {
+  if (qkv) return;  // one parameter already
   pack_rows({query->weight, key->weight, value->weight});
   if (options.qkv_bias()) pack_rows({query->bias, key->bias, value->bias});
 }
 
 bool MultiHeadAttentionImpl::packed() const {
+  if (qkv) return true;
   return adjacent_rows({query->weight, key->weight, value->weight}) &&
          (!options.qkv_bias() || adjacent_rows({query->bias, key->bias, value->bias}));
 }
@@ -142,9 +149,11 @@ void MultiHeadAttentionImpl::pretty_print(std::ostream& stream) const {
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const AttentionMask& mask, KVCache* cache) {
   const int64_t heads = options.num_heads();
-  const auto qkv = linear_rows(x, {query->weight, key->weight, value->weight},
-                               {query->bias, key->bias, value->bias}).chunk(3, -1);  // 3 x (B, T, H)
-  auto q = split_heads(qkv[0], heads), k = split_heads(qkv[1], heads), v = split_heads(qkv[2], heads);
+  const auto projected = qkv ? qkv(x).chunk(3, -1)
+                            : linear_rows(x, {query->weight, key->weight, value->weight},
+                                          {query->bias, key->bias, value->bias})
+                                  .chunk(3, -1);  // 3 x (B, T, H)
+  auto q = split_heads(projected[0], heads), k = split_heads(projected[1], heads), v = split_heads(projected[2], heads);
   if (cache) {
     if (!cache->empty()) {
       k = torch::cat({cache->key, k}, 2);  // (B, heads, past + T, d)
@@ -158,6 +167,7 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
 
 torch::Tensor MultiHeadAttentionImpl::cross(const torch::Tensor& x, const torch::Tensor& memory,
                                             const AttentionMask& mask, KVCache* cache) {
+  TORCH_CHECK(!qkv, "cross-attention needs separate query/key/value projections (fused_qkv_name is set)");
   const int64_t heads = options.num_heads();
   auto q = split_heads(query(x), heads);
   torch::Tensor k, v;

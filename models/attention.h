@@ -34,6 +34,9 @@ struct MultiHeadAttentionOptions {
   TORCH_ARG(std::string, key_name) = "k_proj";
   TORCH_ARG(std::string, value_name) = "v_proj";
   TORCH_ARG(std::string, output_name) = "out_proj";
+  /// when set, one projection to 3 * embed_dim under this name holds the query, key and
+  /// value rows in that order (GPT-2's attn.c_attn) instead of three (self-attention only)
+  TORCH_ARG(std::string, fused_qkv_name) = "";
 
  public:
   /// The four names at once: names("self.query", "self.key", "self.value", "output.dense").
@@ -89,7 +92,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   void pretty_print(std::ostream& stream) const override;
 
   MultiHeadAttentionOptions options;
+  /// Three projections, or with options.fused_qkv_name() one (`qkv`) and the three null.
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr}, output{nullptr};
+  torch::nn::Linear qkv{nullptr};
 
  private:
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

@@ -1,7 +1,9 @@
 #include "models/registry.h"
 
+#include <algorithm>
 #include <map>
 
+#include "models/gpt.h"
 #include "models/seq2seq.h"
 #include "models/vit.h"
 
@@ -34,6 +36,27 @@ const std::map<std::string, Preset>& presets() {
         {{"hidden_size", 768}, {"num_hidden_layers", 12}, {"num_attention_heads", 12},
          {"intermediate_size", 3072}, {"image_size", 224}, {"patch_size", 16}, {"num_channels", 3},
          {"num_labels", 1000}}}},
+      // Hugging Face's gpt2 (124M); vocab_size 50257 with GPT-2's byte-level BPE.
+      {"gpt2",
+       {"gpt2",
+        {{"vocab_size", 50257}, {"n_positions", 1024}, {"n_embd", 768}, {"n_layer", 12}, {"n_head", 12},
+         {"bos_token_id", 50256}, {"eos_token_id", 50256}}}},
+      // GPT-1 as document 000 describes it (12 masked decoder blocks, 768 wide; 512 positions as
+      // Radford et al. 2018), in GPT-2's pre-norm layout; the vocabulary comes from the data.
+      {"gpt1-doc000",
+       {"gpt2",
+        {{"vocab_size", 0}, {"n_positions", 512}, {"n_embd", 768}, {"n_layer", 12}, {"n_head", 12},
+         {"activation_function", "gelu"}}}},
+      // nanoGPT's CPU configuration for tiny Shakespeare, character level.
+      {"gpt-nano-char",
+       {"gpt2",
+        {{"vocab_size", 0}, {"n_positions", 64}, {"n_embd", 128}, {"n_layer", 4}, {"n_head", 4},
+         {"resid_pdrop", 0.0}, {"embd_pdrop", 0.0}, {"attn_pdrop", 0.0}}}},
+      // nanoGPT's train_shakespeare_char configuration ("baby GPT", 10.7M parameters).
+      {"gpt-shakespeare-char",
+       {"gpt2",
+        {{"vocab_size", 0}, {"n_positions", 256}, {"n_embd", 384}, {"n_layer", 6}, {"n_head", 6},
+         {"resid_pdrop", 0.2}, {"embd_pdrop", 0.2}, {"attn_pdrop", 0.2}}}},
       // Document 000's GRU encoder-decoder with Bahdanau attention: embedding 256, GRU 1024.
       // The vocabulary sizes and special ids are filled in from the data by the task.
       {"seq2seq-bahdanau-doc000",
@@ -171,6 +194,42 @@ json seq2seq_to_hf(const json& model, const std::string& architecture) {
   return hf;
 }
 
+json resolve_gpt2(const json& merged) {
+  auto o = read_options<GPT2Options>(merged, "model", {"model_type"});
+  GPT2Options check = o;  // vocab_size 0 means "from the data": the task fills it in
+  if (check.vocab_size == 0) check.vocab_size = std::max<int64_t>({1, o.bos_token_id + 1, o.eos_token_id + 1});
+  check.validate();
+  json out = {{"model_type", "gpt2"}};
+  out.update(to_json(o));
+  return out;
+}
+
+json gpt2_from_hf(const json& hf) {
+  json model = {{"model_type", "gpt2"}};
+  for (const auto& doc : describe_options<GPT2Options>())
+    if (hf.contains(doc.key) && !hf[doc.key].is_null()) model[doc.key] = hf[doc.key];
+  if (!hf.contains("n_positions") && hf.contains("n_ctx")) model["n_positions"] = hf["n_ctx"];  // older configs
+  return model;
+}
+
+json gpt2_to_hf(const json& model, const std::string& architecture) {
+  json hf = model;
+  if (model.value("n_inner", 0) == 0) hf["n_inner"] = nullptr;
+  for (const char* id : {"bos_token_id", "eos_token_id"})
+    if (model.value(id, -1) < 0) hf[id] = nullptr;
+  hf["architectures"] = {architecture};
+  hf["n_ctx"] = model.value("n_positions", 1024);
+  hf["tie_word_embeddings"] = true;
+  hf["scale_attn_weights"] = true;
+  hf["use_cache"] = true;
+  hf["torch_dtype"] = "float32";
+  return hf;
+}
+
+std::shared_ptr<torch::nn::Module> build_gpt2(const json& section) {
+  return GPT2LMHeadModel(read_options<GPT2Options>(resolve_gpt2(section), "model", {"model_type"})).ptr();
+}
+
 std::shared_ptr<torch::nn::Module> build_vit(const json& section) {
   return ViTForImageClassification(read_options<ViTOptions>(resolve_vit(section), "model", {"model_type"}))
       .ptr();
@@ -193,9 +252,14 @@ std::vector<detail::Doc> seq2seq_docs() {
 const std::vector<ModelEntry>& model_registry() {
   static const std::vector<ModelEntry> table{
       {"vit", "image_classification", resolve_vit, describe_options<ViTOptions>, vit_from_hf, vit_to_hf,
-       {{"image_classification", "ViTForImageClassification"}}, build_vit, /*is_encoder_decoder=*/false},
+       {{"image_classification", "ViTForImageClassification"}}, build_vit, /*is_encoder_decoder=*/false, nullptr,
+       nullptr},
       {"seq2seq", "translation", resolve_seq2seq, seq2seq_docs, seq2seq_from_hf, seq2seq_to_hf,
-       {{"translation", "Seq2SeqGRUAttention"}}, build_seq2seq, /*is_encoder_decoder=*/true},
+       {{"translation", "Seq2SeqGRUAttention"}}, build_seq2seq, /*is_encoder_decoder=*/true, nullptr,
+       nullptr},
+      {"gpt2", "language_modeling", resolve_gpt2, describe_options<GPT2Options>, gpt2_from_hf, gpt2_to_hf,
+       {{"language_modeling", "GPT2LMHeadModel"}}, build_gpt2, /*is_encoder_decoder=*/false, gpt2_from_hf_tensors,
+       gpt2_to_hf_tensors},
   };
   return table;
 }
@@ -291,6 +355,24 @@ json from_hf_config(const json& hf, std::string* task) {
         if (arch.is_string() && arch.get<std::string>() == class_name) *task = name;
   }
   return resolve_model_config(entry->from_hf(hf));
+}
+
+namespace {
+const ModelEntry* find_entry(const std::string& type) {
+  for (const auto& e : model_registry())
+    if (e.model_type == type) return &e;
+  return nullptr;
+}
+}  // namespace
+
+void tensors_from_file(const std::string& model_type, TensorMap& tensors) {
+  const ModelEntry* e = find_entry(model_type);
+  if (e && e->from_hf_tensors) e->from_hf_tensors(tensors);
+}
+
+void tensors_to_file(const std::string& model_type, TensorMap& tensors) {
+  const ModelEntry* e = find_entry(model_type);
+  if (e && e->to_hf_tensors) e->to_hf_tensors(tensors);
 }
 
 json to_hf_config(const json& model, const std::string& task) {

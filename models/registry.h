@@ -26,6 +26,8 @@
 
 namespace zoo::models {
 
+using TensorMap = std::map<std::string, torch::Tensor>;
+
 struct ModelEntry {
   std::string model_type;
   /// The task of a config that names none ("image_classification", "translation").
@@ -46,6 +48,11 @@ struct ModelEntry {
   std::function<std::shared_ptr<torch::nn::Module>(const json& section)> build;
   /// True when build() returns an EncoderDecoder (Hugging Face's is_encoder_decoder).
   bool is_encoder_decoder = false;
+  /// Tensors of a model.safetensors (Hugging Face's or zoo's: both hold Hugging Face's
+  /// layout) -> the model's registered names and shapes, and back; null when they are the
+  /// same (GPT-2's Conv1D weights are transposed).
+  std::function<void(TensorMap&)> from_hf_tensors;
+  std::function<void(TensorMap&)> to_hf_tensors;
 };
 
 /// Every model type, in table order.
@@ -73,6 +80,12 @@ json resolve_model_config(const json& model_section);
 /// use (torch_dtype, ...) are ignored, as transformers does. When `task` is given, it is set
 /// to the task whose head the config's "architectures" names ("" when none matches).
 json from_hf_config(const json& hf, std::string* task = nullptr);
+/// A file's tensors -> the model's (ModelEntry::from_hf_tensors of `model_type`; unknown or
+/// empty types leave them as they are).
+void tensors_from_file(const std::string& model_type, TensorMap& tensors);
+/// The model's tensors -> the file layout (ModelEntry::to_hf_tensors).
+void tensors_to_file(const std::string& model_type, TensorMap& tensors);
+
 /// Our model section -> a config.json that transformers' from_pretrained accepts, naming the
 /// architecture of `task`'s head ("" = the model type's default task).
 json to_hf_config(const json& model_section, const std::string& task = "");

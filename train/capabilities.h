@@ -4,6 +4,7 @@
 // image_classifier(), Task::translator()). A new task offers a capability by implementing
 // the interface; the commands never name a task class.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,29 @@ class Translator {
                                                             std::string* why = nullptr) const = 0;
   /// The id that ends a generated sentence.
   virtual int64_t eos_id() const = 0;
+};
+
+/// A model that continues text (zoo generate).
+class TextGenerator {
+ public:
+  virtual ~TextGenerator() = default;
+  /// Text -> ids with the model's tokenizer, and back (bytes: a piece of a UTF-8 character may
+  /// end the text of a byte-level tokenizer).
+  virtual std::vector<int64_t> encode(const std::string& text) const = 0;
+  virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  /// Longest context the model sees (tokens).
+  virtual int64_t context_size() const = 0;
+  /// The id that ends a text, -1 if none.
+  virtual int64_t eos_id() const = 0;
+  /// A decoder holding `prompt` (at most context_size() ids, at least one), ready for the
+  /// searches of models/generation.h and models/sampling.h: `first` is the previous token of
+  /// the first step (GenerationOptions::bos_id). use_cache false recomputes every step.
+  struct Decoding {
+    std::shared_ptr<models::StepModel> model;
+    models::DecoderState state;
+    int64_t first = -1;
+  };
+  virtual Decoding start_decoding(const std::vector<int64_t>& prompt, bool use_cache) = 0;
 };
 
 }  // namespace zoo

@@ -61,11 +61,29 @@ std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::M
 void save_model(const torch::nn::Module& model, const std::string& path, const json& config) {
   std::map<std::string, std::string> meta{{"format", "pt"}, {"producer", "zoo"}};
   if (config.contains("model")) meta["model_type"] = config["model"].value("model_type", "");
-  safetensors::save(path, state_dict(model), meta);
+  auto tensors = state_dict(model);
+  models::TensorMap converted(tensors.begin(), tensors.end());
+  models::tensors_to_file(meta["model_type"], converted);
+  if (converted.size() != tensors.size() || !std::equal(tensors.begin(), tensors.end(), converted.begin(),
+                                                        [](const auto& a, const auto& b) {
+                                                          return a.first == b.first && a.second.is_same(b.second);
+                                                        }))
+    tensors.assign(converted.begin(), converted.end());
+  safetensors::save(path, tensors, meta);
 }
 
-void load_model(torch::nn::Module& model, const std::string& path) {
+namespace {
+// A file's tensors in the model's layout (see save_model).
+safetensors::File load_converted(const std::string& path, const std::string& model_type) {
   auto file = safetensors::load(path);
+  const auto it = file.metadata.find("model_type");
+  models::tensors_from_file(!model_type.empty() || it == file.metadata.end() ? model_type : it->second, file.tensors);
+  return file;
+}
+}  // namespace
+
+void load_model(torch::nn::Module& model, const std::string& path, const std::string& model_type) {
+  auto file = load_converted(path, model_type);
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
   for (auto& [name, target] : state_dict(model)) {
@@ -116,7 +134,7 @@ void print_names(const std::string& title, const std::vector<std::string>& names
 }  // namespace
 
 PretrainedReport init_from_pretrained(torch::nn::Module& model, const std::string& dir,
-                                      const std::vector<std::string>& key_map) {
+                                      const std::vector<std::string>& key_map, const std::string& model_type) {
   const std::string path = (fs::path(dir) / "model.safetensors").string();
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
@@ -126,7 +144,7 @@ PretrainedReport init_from_pretrained(torch::nn::Module& model, const std::strin
     throw Error(cat("train.init_from: ", path, ": missing; the directory needs model.safetensors (Hugging Face: "
                     "save_pretrained(..., safe_serialization=True))"));
   const auto renames = parse_key_map(key_map);
-  auto file = safetensors::load(path);
+  auto file = load_converted(path, model_type);
   std::map<std::string, std::string> source_of;  // model name -> file name
   PretrainedReport report;
   for (const auto& [name, _] : file.tensors) {

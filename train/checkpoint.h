@@ -32,10 +32,13 @@ void rotate_checkpoints(const std::string& output_dir, int64_t keep, const std::
 
 /// The model's parameters and buffers, by registered name.
 std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& model);
+/// Writes the model's tensors in the file layout of its model type (Hugging Face's; see
+/// models::ModelEntry::to_hf_tensors), with config's model_type in the metadata.
 void save_model(const torch::nn::Module& model, const std::string& path, const json& config);
 /// Loads a safetensors state dict into `model`. Every key of the model must be present with
-/// the same shape; extra keys are an error (strict). dtypes are converted.
-void load_model(torch::nn::Module& model, const std::string& path);
+/// the same shape; extra keys are an error (strict). dtypes are converted. The file's tensors
+/// are converted from the layout of `model_type` ("" = the one in the file's metadata).
+void load_model(torch::nn::Module& model, const std::string& path, const std::string& model_type = "");
 
 /// What init_from_pretrained() did, by tensor name (the model's names).
 struct PretrainedReport {
@@ -48,7 +51,7 @@ struct PretrainedReport {
 /// unexpected names to stderr as Hugging Face's from_pretrained does. A tensor whose shape
 /// differs is an error naming it and both shapes; so is a file that matches no tensor at all.
 PretrainedReport init_from_pretrained(torch::nn::Module& model, const std::string& dir,
-                                      const std::vector<std::string>& key_map);
+                                      const std::vector<std::string>& key_map, const std::string& model_type = "");
 
 /// Reads DIR/config.json: a zoo config, or a Hugging Face config.json (top-level
 /// "model_type"), which becomes {"model": …} with default data/train sections.

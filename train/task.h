@@ -106,9 +106,10 @@ class Task {
   const TaskContext& context() const { return context_; }
 
   /// What this task can do beyond training and evaluation, for the CLI: each is null unless
-  /// the task offers it (zoo classify, zoo translate).
+  /// the task offers it (zoo classify, zoo translate, zoo generate).
   virtual ImageClassifier* image_classifier() { return nullptr; }
   virtual Translator* translator() { return nullptr; }
+  virtual TextGenerator* text_generator() { return nullptr; }
 
   /// The resolved config this task was built from (tasks may complete it, e.g. with
   /// vocabulary sizes); it is what the trainer writes to OUT/config.json and checkpoints.

@@ -6,6 +6,7 @@
 #include "models/registry.h"
 #include "train/checkpoint.h"
 #include "train/tasks/image_classification.h"
+#include "train/tasks/language_modeling.h"
 #include "train/tasks/translation.h"
 #include "train/train_options.h"
 
@@ -21,6 +22,10 @@ json resolve_image_data(const json& data, const json& model) {
 
 json resolve_translation_data(const json& data, const json&) {
   return to_json(read_options<TranslationDataOptions>(data, "data"));
+}
+
+json resolve_language_modeling_data(const json& data, const json&) {
+  return to_json(read_options<LanguageModelingDataOptions>(data, "data"));
 }
 
 // The factory of a task class whose constructor takes (config, context, checkpoint_dir).
@@ -45,6 +50,8 @@ const std::vector<TaskEntry>& task_registry() {
       // models::EncoderDecoder, so a new encoder-decoder is served without a change here.
       {"translation", models::encoder_decoder_types(), resolve_translation_data, describe_options<TranslationDataOptions>,
        make_with_assets<TranslationTask>},
+      {"language_modeling", {"gpt2"}, resolve_language_modeling_data, describe_options<LanguageModelingDataOptions>,
+       make_with_assets<LanguageModelingTask>},
   };
   return table;
 }
@@ -117,7 +124,8 @@ std::unique_ptr<Task> load_task(const std::string& dir, const std::vector<std::s
   for (const auto& s : overrides) apply_override(raw, s);
   const json config = resolve_config(raw, (std::filesystem::path(dir) / "config.json").string());
   auto task = make_task(config, dir);
-  load_model(*task->model(), (std::filesystem::path(dir) / "model.safetensors").string());
+  load_model(*task->model(), (std::filesystem::path(dir) / "model.safetensors").string(),
+             config["model"]["model_type"]);
   task->model()->to(device);
   task->model()->eval();
   TaskContext context = task->context();

@@ -72,7 +72,7 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   if (writer()) write_json_file((fs::path(args_.output_dir) / "config.json").string(), config_);
 
   model_ = task_.model();
-  if (args_.resume_from.empty() && !o_.init_from.empty()) init_from_pretrained(*model_, o_.init_from, o_.init_from_key_map);
+  if (args_.resume_from.empty() && !o_.init_from.empty()) init_from_pretrained(*model_, o_.init_from, o_.init_from_key_map, model_type());
   model_->to(args_.device);
   optimizer_ = make_optimizer(*model_, o_);
 
@@ -96,7 +96,7 @@ Trainer::~Trainer() = default;
 void Trainer::restore(const std::string& from) {
   const fs::path dir = from;
   const json st = read_json_file((dir / "trainer_state.json").string());
-  load_model(*model_, (dir / "model.safetensors").string());
+  load_model(*model_, (dir / "model.safetensors").string(), model_type());
   // The checkpoint has an average exactly when it has the weights being trained beside it.
   const std::string live = (dir / kTrainingWeights).string();
   const bool averaged = fs::exists(live);
@@ -111,7 +111,7 @@ void Trainer::restore(const std::string& from) {
   }
   if (averaged) {
     average_.emplace(*model_, o_.ema_decay);  // from model.safetensors
-    load_model(*model_, live);
+    load_model(*model_, live, model_type());
   }
   try {
     torch::load(*optimizer_, (dir / "optimizer.pt").string());

@@ -98,6 +98,7 @@ class Trainer {
   TrainerArgs args_;
   TrainOptions o_;
   json config_;  // the task's resolved config, written with every checkpoint
+  std::string model_type() const { return config_.at("model").value("model_type", ""); }
   std::string precision_;  // "fp32" or "bf16"
   std::shared_ptr<torch::nn::Module> model_;
   std::vector<torch::Tensor> params_;

@@ -1,0 +1,226 @@
+#include "train/tasks/language_modeling.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "core/paths.h"
+#include "models/registry.h"
+#include "train/batch_stream.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo {
+
+namespace {
+
+std::vector<std::string> resolved_files(const std::vector<std::string>& files) {
+  std::vector<std::string> out;
+  for (const auto& f : files) out.push_back(existing_data_path(f, "data.files"));
+  return out;
+}
+
+// Progress of a long tokenisation on stderr, every 5%.
+std::function<void(int64_t, int64_t)> tokenizing_progress(const std::string& path) {
+  auto last = std::make_shared<int64_t>(-1);
+  return [path, last](int64_t done, int64_t total) {
+    const int64_t pct = total > 0 ? done * 100 / total : 100;
+    if (total < (64 << 20) || pct / 5 == *last / 5) return;
+    *last = pct;
+    std::cerr << "zoo: tokenising into " << path << ": " << pct << "%" << std::endl;
+  };
+}
+
+}  // namespace
+
+LanguageModelingTask::LanguageModelingTask(const json& config, const TaskContext& context,
+                                           const std::string& checkpoint_dir) {
+  config_ = config;
+  context_ = context;
+  data_ = read_options<LanguageModelingDataOptions>(config.value("data", json::object()), "data");
+  load_or_build_tokenizer(checkpoint_dir);
+  config_["model"] = complete_model_section(config.at("model"));
+  config_["data"]["tokenizer_fingerprint"] = data_.tokenizer_fingerprint;
+  model_ = models::GPT2LMHeadModel(
+      std::dynamic_pointer_cast<models::GPT2LMHeadModelImpl>(models::build_model(config_["model"])));
+  if (block_size() > model_->options().n_positions)
+    throw Error(cat("config: data.block_size (", data_.block_size, ") exceeds model.n_positions (",
+                    model_->options().n_positions, ")"));
+}
+
+void LanguageModelingTask::load_or_build_tokenizer(const std::string& checkpoint_dir) {
+  std::string source;
+  if (!checkpoint_dir.empty() && data::has_tokenizer(checkpoint_dir)) {
+    source = checkpoint_dir;
+    tokenizer_ = data::load_tokenizer(checkpoint_dir);
+  } else if (data_.tokenizer == "char") {
+    if (data_.files.empty())
+      throw Error("config: data.tokenizer \"char\" learns its characters from data.files, which is empty; "
+                  "give the text files (or a tokenizer directory as data.tokenizer)");
+    source = "data.files";
+    data::TokenizerTrainOptions options;
+    options.model_type = "char";
+    tokenizer_ = data::train_tokenizer(resolved_files(data_.files), options);
+  } else {
+    source = existing_data_path(data_.tokenizer, "data.tokenizer");
+    tokenizer_ = data::load_tokenizer(source);
+  }
+  const std::string found = tokenizer_->fingerprint();
+  if (!data_.tokenizer_fingerprint.empty() && data_.tokenizer_fingerprint != found)
+    throw Error(cat(source, ": this tokenizer (", tokenizer_->kind(), ", ", tokenizer_->vocab_size(),
+                    " ids, fingerprint ", found, ") is not the one the model was trained with (fingerprint ",
+                    data_.tokenizer_fingerprint,
+                    "); put the checkpoint's own tokenizer files back, or train a new model for this tokenizer"));
+  data_.tokenizer_fingerprint = found;
+}
+
+json LanguageModelingTask::complete_model_section(json model) const {
+  const int64_t vocab = tokenizer_->vocab_size();
+  const int64_t declared = model.value("vocab_size", int64_t{0});
+  if (declared == 0) model["vocab_size"] = vocab;
+  else if (declared < vocab)
+    throw Error(cat("config: model.vocab_size (", declared, ") is smaller than the tokenizer's ", vocab,
+                    " ids; remove model.vocab_size to take the tokenizer's"));
+  const int64_t eos = tokenizer_->eos_id();
+  if (eos >= 0 && model.value("eos_token_id", int64_t{-1}) < 0) model["eos_token_id"] = eos;
+  if (eos >= 0 && model.value("bos_token_id", int64_t{-1}) < 0) model["bos_token_id"] = eos;
+  return model;
+}
+
+int64_t LanguageModelingTask::block_size() const {
+  return data_.block_size > 0 ? data_.block_size : config_.at("model").at("n_positions").get<int64_t>();
+}
+
+std::string LanguageModelingTask::stream_path(const std::string& output_dir) const {
+  if (!data_.stream.empty()) return resolve_data_path(data_.stream);
+  if (!output_dir.empty()) return (fs::absolute(output_dir) / "tokens.bin").string();
+  throw Error("config: data.stream is empty: give the token stream file (zoo train writes OUTPUT_DIR/tokens.bin)");
+}
+
+void LanguageModelingTask::open_stream(const std::string& output_dir) {
+  const std::string path = stream_path(output_dir);
+  const json meta = {{"tokenizer", data_.tokenizer_fingerprint}};
+  int width = data::token_width(tokenizer_->vocab_size());
+  if (!data_.files.empty()) {
+    const auto files = resolved_files(data_.files);
+    const json sidecar = data::current_stream_sidecar(path, files, meta);
+    if (sidecar.is_null()) {
+      std::cerr << "zoo: tokenising " << files.size() << " file(s) into " << path << std::endl;
+      const auto& tok = *tokenizer_;
+      const int64_t n = data::write_token_stream(
+          files, path, [&tok](std::string_view text) { return tok.encode(text); }, tok.vocab_size(), meta,
+          tokenizing_progress(path));
+      std::cerr << "zoo: " << n << " tokens" << std::endl;
+    }
+  } else if (!fs::exists(path)) {
+    throw Error(cat(path, ": no token stream, and data.files is empty to build one from; give data.files"));
+  } else if (fs::exists(path + ".json")) {
+    const json sidecar = read_json_file(path + ".json");
+    width = sidecar.value("bytes_per_token", width);
+    const std::string made_with = sidecar.value("meta", json::object()).value("tokenizer", "");
+    if (!made_with.empty() && made_with != data_.tokenizer_fingerprint)
+      throw Error(cat(path, ": the stream was tokenised with another tokenizer (fingerprint ", made_with,
+                      ", this one ", data_.tokenizer_fingerprint, "); delete it and give data.files to rebuild"));
+  }
+  stream_.emplace(path, width);
+  config_["data"]["stream"] = path;
+  const int64_t n = stream_->size();
+  train_tokens_ = n - static_cast<int64_t>(std::floor(static_cast<double>(n) * data_.validation_fraction));
+  const int64_t need = block_size() + 1;
+  if (train_tokens_ < need || (data_.validation_fraction > 0 && n - train_tokens_ < need))
+    throw Error(cat(path, ": ", n, " tokens are too few for windows of ", need, " tokens in both the training (",
+                    train_tokens_, ") and validation (", n - train_tokens_,
+                    ") splits; use more text, a smaller data.block_size or data.validation_fraction"));
+}
+
+void LanguageModelingTask::prepare_training(const std::string& output_dir) { open_stream(output_dir); }
+
+int64_t LanguageModelingTask::num_train_examples() const {
+  return std::max<int64_t>(1, (train_tokens_ - 1) / block_size());
+}
+
+std::vector<std::vector<int64_t>> LanguageModelingTask::epoch_plan(uint64_t seed, int64_t epoch,
+                                                                   int64_t batch_size) const {
+  std::mt19937_64 rng(batch_seed(seed, epoch, -1));
+  std::uniform_int_distribution<int64_t> start(0, train_tokens_ - block_size() - 1);
+  const int64_t n = num_train_examples();
+  std::vector<std::vector<int64_t>> plan;
+  for (int64_t i = 0; i < n; i += batch_size) {
+    std::vector<int64_t> batch(std::min(batch_size, n - i));
+    for (auto& b : batch) b = start(rng);
+    plan.push_back(std::move(batch));
+  }
+  return plan;
+}
+
+torch::Tensor LanguageModelingTask::window(int64_t start) const {
+  auto ids = torch::empty({block_size() + 1}, torch::kLong);
+  stream_->read(start, block_size() + 1, ids.data_ptr<int64_t>());
+  return ids;
+}
+
+Batch LanguageModelingTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
+  std::vector<torch::Tensor> rows;
+  for (int64_t start : indices) rows.push_back(window(start));
+  auto ids = torch::stack(rows);  // (B, block + 1)
+  const int64_t top = ids.max().item<int64_t>();
+  if (top >= model_->options().vocab_size)
+    throw Error(cat(stream_->path(), ": token id ", top, " is outside the model's vocabulary of ",
+                    model_->options().vocab_size, "; the stream was made with another tokenizer"));
+  const int64_t t = block_size();
+  return Batch{{ids.narrow(1, 0, t), ids.narrow(1, 1, t)}, static_cast<int64_t>(indices.size()), seed};
+}
+
+Loss LanguageModelingTask::loss(const Batch& batch) {
+  auto logits = model_->forward(batch.tensors[0]).to(torch::kFloat);  // (B, T, V)
+  return {torch::nn::functional::cross_entropy(logits.flatten(0, 1), batch.tensors[1].flatten())};
+}
+
+bool LanguageModelingTask::splittable() const {
+  const auto& o = model_->options();
+  return o.resid_pdrop == 0 && o.embd_pdrop == 0 && o.attn_pdrop == 0;
+}
+
+Metrics LanguageModelingTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {
+  if (split != "valid" && split != "train")
+    throw Error(cat("language modeling has the splits valid (the last data.validation_fraction of the stream) "
+                    "and train, not '", split, "'"));
+  if (!stream_) open_stream("");
+  const int64_t t = block_size();
+  const int64_t begin = split == "train" ? 0 : train_tokens_;
+  const int64_t end = split == "train" ? train_tokens_ : stream_->size();
+  const int64_t available = (end - begin - 1) / t;  // consecutive windows of t + 1 overlapping by one
+  if (available <= 0) throw Error(cat("the ", split, " split has fewer than ", t + 1, " tokens"));
+  const int64_t n = data_.max_eval_windows > 0 ? std::min(available, data_.max_eval_windows) : available;
+  double total = 0;
+  for (int64_t i = 0; i < n; i += batch_size) {
+    std::vector<torch::Tensor> rows;
+    for (int64_t j = i; j < std::min(n, i + batch_size); ++j) rows.push_back(window(begin + (j * available / n) * t));
+    auto ids = torch::stack(rows).to(device);
+    auto logits = model_->forward(ids.narrow(1, 0, t)).to(torch::kFloat);
+    total += torch::nn::functional::cross_entropy(
+                 logits.flatten(0, 1), ids.narrow(1, 1, t).flatten(),
+                 torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                 .item<double>();
+  }
+  const double tokens = static_cast<double>(n * t), loss = total / tokens;
+  return Metrics{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens}};
+}
+
+void LanguageModelingTask::save_assets(const std::string& dir) const { tokenizer_->save(dir); }
+
+std::vector<int64_t> LanguageModelingTask::encode(const std::string& text) const { return tokenizer_->encode(text); }
+
+std::string LanguageModelingTask::decode(const std::vector<int64_t>& ids) const { return tokenizer_->decode(ids); }
+
+TextGenerator::Decoding LanguageModelingTask::start_decoding(const std::vector<int64_t>& prompt, bool use_cache) {
+  auto decoder = std::make_shared<models::GPT2Decoder>(model_, use_cache);
+  Decoding d;
+  d.state = decoder->start(prompt);
+  d.first = prompt.back();
+  d.model = decoder;
+  return d;
+}
+
+}  // namespace zoo

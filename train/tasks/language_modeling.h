@@ -1,0 +1,93 @@
+#pragma once
+// Language modeling: UTF-8 text files -> a tokenizer -> one token stream on disk (memory-mapped,
+// so corpora larger than memory train) -> random windows of block_size + 1 tokens, as
+// nanoGPT samples them; next-token cross-entropy; loss and perplexity on the validation split
+// (the last validation_fraction of the stream, nanoGPT's 90/10 split).
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/token_stream.h"
+#include "data/tokenizer.h"
+#include "models/gpt.h"
+#include "train/capabilities.h"
+#include "train/task.h"
+
+namespace zoo {
+
+/// The "data" section of language-modeling configs.
+struct LanguageModelingDataOptions {
+  std::vector<std::string> files;
+  std::string tokenizer = "char";
+  std::string stream;
+  double validation_fraction = 0.1;
+  int64_t block_size = 0;
+  int64_t max_eval_windows = 2000;
+  std::string tokenizer_fingerprint;  // recorded by the task: the tokenizer the model was trained with
+
+  template <class V>
+  void fields(V& v) {
+    v("files", files,
+      "UTF-8 text files, concatenated in this order; without a leading /, ./, ../ or ~/ a path is looked up "
+      "in the data home (ZOO_DATA_DIR)");
+    v("tokenizer", tokenizer,
+      "\"char\" (a character vocabulary learnt from the files, as nanoGPT's shakespeare_char) or a directory "
+      "with a tokenizer: zoo tokenizer train's output, or a Hugging Face GPT-2 directory (vocab.json + merges.txt)");
+    v("stream", stream,
+      "the token stream file (ids as uint16, or uint32 above 65,536 ids, like nanoGPT's train.bin): built from "
+      "data.files when missing or out of date; \"\" = OUTPUT_DIR/tokens.bin. Without data.files, an existing "
+      "stream is used as it is");
+    v("validation_fraction", validation_fraction, "the last fraction of the stream held out for validation",
+      between(0, 0.9));
+    v("block_size", block_size, "context length of a training window; 0 = model.n_positions", at_least(0));
+    v("max_eval_windows", max_eval_windows,
+      "evaluation reads at most this many consecutive windows of the validation split; 0 = all", at_least(0));
+    v("tokenizer_fingerprint", tokenizer_fingerprint,
+      "digest of the tokenizer the model was trained with (filled in by zoo; a checkpoint refuses another)");
+  }
+};
+
+class LanguageModelingTask : public Task, public TextGenerator {
+ public:
+  LanguageModelingTask(const json& config, const TaskContext& context, const std::string& checkpoint_dir);
+
+  std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
+  void prepare_training(const std::string& output_dir) override;
+  /// Windows per epoch: the training tokens / block_size.
+  int64_t num_train_examples() const override;
+  /// Random window starts, uniform over the training tokens, from (seed, epoch).
+  std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch, int64_t batch_size) const override;
+  Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
+  Loss loss(const Batch& batch) override;
+  bool splittable() const override;
+  Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
+  void save_assets(const std::string& dir) const override;
+  TextGenerator* text_generator() override { return this; }
+
+  // TextGenerator
+  std::vector<int64_t> encode(const std::string& text) const override;
+  std::string decode(const std::vector<int64_t>& ids) const override;
+  int64_t context_size() const override { return model_->options().n_positions; }
+  int64_t eos_id() const override { return model_->options().eos_token_id; }
+  Decoding start_decoding(const std::vector<int64_t>& prompt, bool use_cache) override;
+
+  const data::Tokenizer& tokenizer() const { return *tokenizer_; }
+
+ private:
+  void load_or_build_tokenizer(const std::string& checkpoint_dir);
+  json complete_model_section(json model) const;
+  std::string stream_path(const std::string& output_dir) const;
+  void open_stream(const std::string& output_dir);
+  int64_t block_size() const;
+  /// The window starting at token `start`: (block_size + 1) ids.
+  torch::Tensor window(int64_t start) const;
+
+  LanguageModelingDataOptions data_;
+  std::unique_ptr<data::Tokenizer> tokenizer_;
+  models::GPT2LMHeadModel model_{nullptr};
+  std::optional<data::TokenStream> stream_;
+  int64_t train_tokens_ = 0;  // [0, train_tokens_) trains, the rest validates
+};
+
+}  // namespace zoo
