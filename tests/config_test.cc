@@ -129,6 +129,8 @@ TEST(Schedule, Shapes) {
   EXPECT_DOUBLE_EQ(lr_factor("linear", 60, 10, 110), 0.5);
   EXPECT_NEAR(lr_factor("cosine", 60, 10, 110), 0.5, 1e-12);
   EXPECT_NEAR(lr_factor("cosine", 110, 10, 110), 0.0, 1e-12);
+  EXPECT_NEAR(lr_factor("cosine_with_min_lr", 110, 10, 110, 0.1), 0.1, 1e-12);  // nanoGPT: min_lr = lr / 10
+  EXPECT_NEAR(lr_factor("cosine_with_min_lr", 60, 10, 110, 0.1), 0.55, 1e-12);
   EXPECT_DOUBLE_EQ(lr_factor("constant_with_warmup", 50, 10, 100), 1.0);
   // Noam: peak 1 at step == warmup, 1/sqrt decay after.
   EXPECT_NEAR(lr_factor("inverse_sqrt", 99, 100, 1000), 1.0, 1e-12);

@@ -7,7 +7,7 @@
 
 namespace zoo {
 
-double lr_factor(const std::string& schedule, int64_t step, int64_t warmup, int64_t total) {
+double lr_factor(const std::string& schedule, int64_t step, int64_t warmup, int64_t total, double min_rate) {
   const double s = static_cast<double>(step), w = static_cast<double>(warmup);
   if (schedule == "constant") return 1.0;
   if (warmup > 0 && step < warmup && schedule != "inverse_sqrt") return s / w;
@@ -16,6 +16,7 @@ double lr_factor(const std::string& schedule, int64_t step, int64_t warmup, int6
   const double progress = std::min(1.0, std::max(0.0, (s - w) / span));
   if (schedule == "linear") return 1.0 - progress;
   if (schedule == "cosine") return 0.5 * (1.0 + std::cos(M_PI * progress));
+  if (schedule == "cosine_with_min_lr") return min_rate + (1.0 - min_rate) * 0.5 * (1.0 + std::cos(M_PI * progress));
   if (schedule == "inverse_sqrt") {
     // Noam (Vaswani et al. 2017): linear warmup to the peak at step `warmup`, then
     // decay with 1/sqrt(step); learning_rate is the peak.

@@ -23,6 +23,7 @@ struct TrainOptions {
   double adam_epsilon = 1e-8;
   double momentum = 0.9;  // sgd
   std::string lr_scheduler_type = "linear";
+  double min_lr_rate = 0.0;  // cosine_with_min_lr
   int64_t warmup_steps = 0;
   double warmup_ratio = 0.0;
   double max_grad_norm = 1.0;  // 0 disables clipping
@@ -58,7 +59,9 @@ struct TrainOptions {
     v("adam_epsilon", adam_epsilon, "Adam epsilon", between(0, 1));
     v("momentum", momentum, "SGD momentum", between(0, 1));
     v("lr_scheduler_type", lr_scheduler_type, "learning-rate schedule",
-      one_of({"constant", "constant_with_warmup", "linear", "cosine", "inverse_sqrt"}));
+      one_of({"constant", "constant_with_warmup", "linear", "cosine", "cosine_with_min_lr", "inverse_sqrt"}));
+    v("min_lr_rate", min_lr_rate, "cosine_with_min_lr: the final learning rate as a fraction of the peak",
+      between(0, 1));
     v("warmup_steps", warmup_steps, "linear warmup steps", at_least(0));
     v("warmup_ratio", warmup_ratio, "warmup as a fraction of the total steps (if warmup_steps is 0)", between(0, 1));
     v("max_grad_norm", max_grad_norm, "clip gradients to this global norm; 0 = off", at_least(0));

@@ -1,0 +1,137 @@
+// zoo_bench_gpt: the GPT benchmarks of tools/bench/gpt_bench.sh.
+//   --mode train: times training steps (forward, cross-entropy, backward, clipping to norm 1,
+//     AdamW) on random token windows, as tools/bench/gpt_bench.py does for a nanoGPT-style
+//     Python model; prints JSON with the median step, the model FLOPs per step (6 N + 12 L H T
+//     per token, Kaplan et al. / PaLM appendix B), the machine's measured fp32 matrix-multiply
+//     peak on the same threads, and the model FLOPs utilisation (MFU) of the median step.
+//   --mode generate: greedy decoding of --new tokens after a --prompt-long random prompt,
+//     with the key/value cache and recomputing the prefix every step; prints both times, the
+//     speed-up and whether the outputs are the same.
+//   zoo_bench_gpt --layers 4 --heads 4 --embd 128 --block 64 --vocab 65 --batch 12 --threads 2
+#include <chrono>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include "core/threads.h"
+#include "models/generation.h"
+#include "models/gpt.h"
+#include "train/optimizers.h"
+#include "train/slices.h"
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// fp32 GEMM throughput (FLOP/s) of an n x n x n product, best of a few.
+double matmul_peak(int64_t n) {
+  auto a = torch::randn({n, n}), b = torch::randn({n, n});
+  torch::mm(a, b);
+  double best = 0;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = torch::mm(a, b);
+    best = std::max(best, 2.0 * n * n * n / seconds_since(t0));
+  }
+  return best;
+}
+
+int train_mode(const zoo::models::GPT2Options& o, int64_t batch, int64_t steps, int64_t warmup, int64_t shards) {
+  torch::manual_seed(0);
+  zoo::models::GPT2LMHeadModel model(o);
+  model->train();
+  zoo::ThreadedAdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(0.1));
+  const int64_t t = o.n_positions;
+  auto ids = torch::randint(0, o.vocab_size, {batch, t + 1}, torch::kLong);
+  auto x = ids.narrow(1, 0, t).contiguous(), y = ids.narrow(1, 1, t).contiguous();
+  std::vector<double> times;
+  for (int64_t i = 0; i < warmup + steps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    opt.zero_grad();
+    zoo::forward_backward(
+        [&](const zoo::Batch& b) {
+          auto logits = model->forward(b.tensors[0]).to(torch::kFloat);
+          return torch::nn::functional::cross_entropy(logits.flatten(0, 1), b.tensors[1].flatten());
+        },
+        zoo::Batch{{x, y}, batch, 0}, 1.0, shards, model->parameters(), {}, /*onednn=*/false);
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    opt.step();
+    if (i >= warmup) times.push_back(seconds_since(t0));
+  }
+  int64_t n = 0;  // parameters without the position table (Kaplan et al.'s N)
+  for (const auto& p : model->named_parameters())
+    if (p.key() != "transformer.wpe.weight") n += p.value().numel();
+  const double tokens = static_cast<double>(batch * t);
+  const double flops = tokens * (6.0 * n + 12.0 * o.n_layer * o.n_embd * t);
+  const double step = median(times), peak = matmul_peak(1024);
+  std::cout << "{\"impl\":\"zoo (C++)\",\"threads\":" << torch::get_num_threads() << ",\"shards\":" << shards
+            << ",\"batch\":" << batch << ",\"median_step_ms\":" << 1000 * step << ",\"tokens_per_s\":" << tokens / step
+            << ",\"model_gflop_per_step\":" << flops / 1e9 << ",\"matmul_peak_gflops\":" << peak / 1e9
+            << ",\"mfu\":" << flops / step / peak << "}" << std::endl;
+  return 0;
+}
+
+int generate_mode(zoo::models::GPT2Options o, int64_t prompt_len, int64_t new_tokens) {
+  torch::manual_seed(0);
+  zoo::models::GPT2LMHeadModel model(o);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  auto prompt_t = torch::randint(0, o.vocab_size, {prompt_len}, torch::kLong);
+  std::vector<int64_t> prompt(prompt_t.data_ptr<int64_t>(), prompt_t.data_ptr<int64_t>() + prompt_len);
+  zoo::models::GenerationOptions g;
+  g.num_beams = 1;
+  g.max_new_tokens = new_tokens;
+  g.bos_id = prompt.back();
+  g.eos_id = o.vocab_size;  // never produced: exactly new_tokens tokens
+  std::vector<int64_t> outputs[2];
+  double secs[2];
+  for (int cached = 1; cached >= 0; --cached) {
+    zoo::models::GPT2Decoder decoder(model, cached == 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    outputs[cached] = zoo::models::greedy_decode(decoder, decoder.start(prompt), g)[0].tokens;
+    secs[cached] = seconds_since(t0);
+  }
+  std::cout << "{\"impl\":\"zoo (C++)\",\"threads\":" << torch::get_num_threads() << ",\"new_tokens\":" << new_tokens
+            << ",\"cached_s\":" << secs[1] << ",\"recomputed_s\":" << secs[0]
+            << ",\"speedup\":" << secs[0] / secs[1] << ",\"same_output\":" << (outputs[0] == outputs[1] ? "true" : "false")
+            << "}" << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  zoo::use_passive_openmp(argv);
+  zoo::models::GPT2Options o;
+  o.vocab_size = 65, o.n_positions = 64, o.n_embd = 128, o.n_layer = 4, o.n_head = 4;
+  o.resid_pdrop = o.embd_pdrop = o.attn_pdrop = 0;
+  std::string mode = "train";
+  int64_t batch = 12, steps = 30, warmup = 5, threads = 2, shards = 0, prompt = 16, new_tokens = 200;
+  CLI::App app{"GPT benchmarks"};
+  app.add_option("--mode", mode)->check(CLI::IsMember({"train", "generate"}));
+  app.add_option("--layers", o.n_layer);
+  app.add_option("--heads", o.n_head);
+  app.add_option("--embd", o.n_embd);
+  app.add_option("--block", o.n_positions, "context = training window");
+  app.add_option("--vocab", o.vocab_size);
+  app.add_option("--batch", batch);
+  app.add_option("--steps", steps);
+  app.add_option("--warmup", warmup);
+  app.add_option("--threads", threads);
+  app.add_option("--shards", shards, "batch slices run at once (default: one per thread, as zoo train)");
+  app.add_option("--prompt", prompt, "generate: prompt tokens");
+  app.add_option("--new", new_tokens, "generate: tokens to generate");
+  CLI11_PARSE(app, argc, argv);
+  zoo::configure_cpu_threads(static_cast<int>(threads));
+  if (shards <= 0) shards = torch::get_num_threads();
+  if (mode == "train") return train_mode(o, batch, steps, warmup, shards);
+  return generate_mode(o, prompt, new_tokens);
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Python side of the GPT step benchmark: a nanoGPT-style model in eager PyTorch (model.py's
+CausalSelfAttention with one c_attn Linear and the causal mask as a buffer, MLP with GELU,
+pre-norm Blocks, tied lm_head), the same step as the recipes (forward, cross-entropy, backward,
+clipping to norm 1, AdamW), the same shapes, threads and batch as tools/bench/zoo_bench_gpt.
+With torch >= 2 it uses F.scaled_dot_product_attention as nanoGPT does. Prints JSON."""
+import argparse
+import json
+import math
+import time
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+for name, default in [("layers", 4), ("heads", 4), ("embd", 128), ("block", 64), ("vocab", 65), ("batch", 12),
+                      ("steps", 30), ("warmup", 5), ("threads", 2)]:
+    p.add_argument("--" + name, type=int, default=default)
+p.add_argument("--mode", default="train")
+p.add_argument("--default-threads", action="store_true",
+               help="leave torch's thread count at its default (no torch.set_num_threads(--threads))")
+a = p.parse_args()
+assert a.mode == "train", "the Python side times training steps only"
+if not a.default_threads:
+    torch.set_num_threads(a.threads)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c_attn = nn.Linear(a.embd, 3 * a.embd)
+        self.c_proj = nn.Linear(a.embd, a.embd)
+        self.flash = hasattr(F, "scaled_dot_product_attention")
+        self.register_buffer("bias", torch.tril(torch.ones(a.block, a.block)).view(1, 1, a.block, a.block))
+
+    def forward(self, x):
+        b, t, c = x.size()
+        q, k, v = self.c_attn(x).split(a.embd, dim=2)
+        q, k, v = (z.view(b, t, a.heads, c // a.heads).transpose(1, 2) for z in (q, k, v))
+        if self.flash:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
+        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(a.embd)
+        self.attn = CausalSelfAttention()
+        self.ln_2 = nn.LayerNorm(a.embd)
+        self.c_fc = nn.Linear(a.embd, 4 * a.embd)
+        self.c_proj = nn.Linear(4 * a.embd, a.embd)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(a.vocab, a.embd)
+        self.wpe = nn.Embedding(a.block, a.embd)
+        self.h = nn.ModuleList([Block() for _ in range(a.layers)])
+        self.ln_f = nn.LayerNorm(a.embd)
+        self.lm_head = nn.Linear(a.embd, a.vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1)))
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+torch.manual_seed(0)
+model = GPT().train()
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+ids = torch.randint(0, a.vocab, (a.batch, a.block + 1))
+x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
+times = []
+for i in range(a.warmup + a.steps):
+    t0 = time.perf_counter()
+    opt.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(x).view(-1, a.vocab), y.view(-1))
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    if i >= a.warmup:
+        times.append(time.perf_counter() - t0)
+times.sort()
+print(json.dumps({"impl": "PyTorch (Python)", "threads": torch.get_num_threads(), "batch": a.batch,
+                  "median_step_ms": 1000 * times[len(times) // 2], "mean_step_ms": 1000 * sum(times) / len(times)}))
