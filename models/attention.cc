@@ -196,7 +196,8 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
   const int64_t tq = q.size(2), tk = k.size(2);
   const bool causal_in_kernel = causal && tq == tk;
   torch::Tensor keep;  // bool, broadcastable to (B, heads, Tq, Tk)
-  if (causal && !causal_in_kernel)
+  // One new query after the cached keys sees them all: no causal mask to build (decoding).
+  if (causal && !causal_in_kernel && tq != 1)
     keep = torch::ones({tq, tk}, q.options().dtype(torch::kBool)).tril(tk - tq);
   if (mask.key_padding.defined()) {
     TORCH_CHECK(mask.key_padding.dim() == 2 && mask.key_padding.size(1) == tk, "attention: key_padding must be (B, ",

@@ -12,7 +12,7 @@ namespace zoo::cli {
 namespace {
 struct EvalArgs {
   std::string checkpoint;
-  std::string split = "test";
+  std::string split;  // "": the task's default (test; valid for language models)
   std::string device = "auto";
   std::vector<std::string> overrides;
 };
@@ -22,10 +22,11 @@ int run_eval(const EvalArgs& a) {
   const torch::Device device = resolve_device(a.device);
   auto task = load_task(a.checkpoint, a.overrides, device);
   const auto train = read_options<TrainOptions>(task->config().at("train"), "train");
-  Metrics m = evaluate(*task, a.split, train.per_device_eval_batch_size, device);
+  const std::string split = a.split.empty() ? task->default_eval_split() : a.split;
+  Metrics m = evaluate(*task, split, train.per_device_eval_batch_size, device);
   json out(m);
   if (out.contains("examples")) out["examples"] = static_cast<int64_t>(m["examples"]);
-  out["split"] = a.split;
+  out["split"] = split;
   std::cout << out.dump() << std::endl;
   return 0;
 }
@@ -35,7 +36,8 @@ void setup_eval(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<EvalArgs>();
   auto* cmd = app.add_subcommand("eval", "Evaluate a checkpoint; prints one JSON line of metrics");
   cmd->add_option("--checkpoint", a->checkpoint, "checkpoint directory")->required();
-  cmd->add_option("--split", a->split, "valid | test")->check(CLI::IsMember({"valid", "test"}))->capture_default_str();
+  cmd->add_option("--split", a->split, "valid | test | train (language models: valid | train); default test, valid for language models")
+      ->check(CLI::IsMember({"valid", "test", "train"}));
   cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
   cmd->add_option("--set", a->overrides, "override a config key, e.g. data.path=DIR (repeatable)");
   cmd->callback([a, exit_code] { *exit_code = run_eval(*a); });

@@ -15,6 +15,8 @@ void setup_eval(CLI::App& app, int* exit_code);
 void setup_classify(CLI::App& app, int* exit_code);
 void setup_export(CLI::App& app, int* exit_code);
 void setup_translate(CLI::App& app, int* exit_code);
+void setup_generate(CLI::App& app, int* exit_code);
+void setup_tokenizer(CLI::App& app, int* exit_code);
 
 /// Shared by the subcommands that load a checkpoint: validates the directory.
 std::string checked_checkpoint_dir(const std::string& dir);

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   zoo::cli::setup_classify(app, &exit_code);
   zoo::cli::setup_export(app, &exit_code);
   zoo::cli::setup_translate(app, &exit_code);
+  zoo::cli::setup_generate(app, &exit_code);
+  zoo::cli::setup_tokenizer(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

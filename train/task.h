@@ -96,6 +96,8 @@ class Task {
   /// including "loss". Callers go through zoo::evaluate(), which puts the model in eval mode
   /// with gradients off (and back into the mode it was in afterwards).
   virtual Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) = 0;
+  /// The split `zoo eval` evaluates when none is given.
+  virtual std::string default_eval_split() const { return "test"; }
   /// The metric used to keep the best checkpoint when the config does not name one.
   virtual std::string default_best_metric() const { return "loss"; }
 

@@ -1,5 +1,6 @@
 #include "train/task_registry.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -84,9 +85,32 @@ void check_trains(const TaskEntry& task, const std::string& model_type, const st
 }
 }  // namespace
 
+namespace {
+// "model": {"preset": DIR, ...}: the model section of the zoo checkpoint or Hugging Face
+// directory DIR (fine-tuning a model whose sizes the user need not repeat), the other keys
+// overriding it. Any other preset is left to the model registry.
+void expand_directory_preset(json& config) {
+  if (!config.contains("model") || !config["model"].is_object()) return;
+  const json& section = config["model"];
+  if (!section.contains("preset") || !section["preset"].is_string()) return;
+  const std::string name = section["preset"];
+  const auto presets = models::preset_names();
+  if (std::find(presets.begin(), presets.end(), name) != presets.end()) return;
+  if (name.find('/') == std::string::npos || !std::filesystem::exists(std::filesystem::path(name) / "config.json"))
+    return;
+  const json loaded = load_checkpoint_config(name);
+  json model = loaded.at("model");
+  for (auto it = section.begin(); it != section.end(); ++it)
+    if (it.key() != "preset") model[it.key()] = it.value();
+  config["model"] = model;
+  if (!config.contains("task") && loaded.contains("task")) config["task"] = loaded["task"];
+}
+}  // namespace
+
 json resolve_config(json config, const std::string& source) {
   check_sections(config, source);
   try {
+    expand_directory_preset(config);
     json out;
     out["model"] = models::resolve_model_config(config.value("model", json()));
     const std::string type = out["model"]["model_type"];

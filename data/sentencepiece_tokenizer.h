@@ -1,0 +1,41 @@
+#pragma once
+// A SentencePiece model (Kudo & Richardson 2018) as a Tokenizer: trained by `zoo tokenizer
+// train --model-type bpe|unigram|word` and saved as tokenizer.model.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/tokenizer.h"
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace zoo::data {
+
+class SentencePieceTokenizer : public Tokenizer {
+ public:
+  /// From a serialized model (the bytes of a .model file); `source` names it in errors.
+  SentencePieceTokenizer(const std::string& model_proto, const std::string& source);
+  ~SentencePieceTokenizer() override;
+  static std::unique_ptr<SentencePieceTokenizer> load(const std::string& path);
+  /// Trains on UTF-8 files: model_type bpe | unigram | word | char, vocab_size pieces,
+  /// character_coverage 1.0 (every character of the text kept), no normalisation beyond
+  /// SentencePiece's NFKC default, </s> as the end-of-text id.
+  static std::unique_ptr<SentencePieceTokenizer> train(const std::vector<std::string>& files,
+                                                       const std::string& model_type, int64_t vocab_size);
+
+  std::string kind() const override { return "sentencepiece"; }
+  std::vector<int64_t> encode(std::string_view text) const override;
+  std::string decode(const std::vector<int64_t>& ids) const override;
+  int64_t vocab_size() const override;
+  int64_t eos_id() const override;
+  void save(const std::string& dir) const override;
+  std::string fingerprint() const override { return fnv1a_hex("sentencepiece\n" + proto_); }
+
+ private:
+  std::string proto_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+};
+
+}  // namespace zoo::data

@@ -1,0 +1,59 @@
+#pragma once
+// Tokenizers for the language models: text <-> ids, saved beside every checkpoint.
+//
+//   char           nanoGPT's character level: the sorted code points of the training text
+//   gpt2           GPT-2's byte-level BPE from the standard vocab.json + merges.txt
+//                  (data/gpt2_bpe.h); a Hugging Face GPT-2 directory loads as it is
+//   sentencepiece  a SentencePiece model (bpe, unigram, word or char), tokenizer.model
+//
+// A directory holds one tokenizer; tokenizer_config.json names its kind ("zoo_kind", with
+// "tokenizer_class" as Hugging Face expects it). fingerprint() identifies the vocabulary, so a
+// checkpoint refuses a tokenizer it was not trained with.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zoo::data {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  /// "char", "gpt2" or "sentencepiece".
+  virtual std::string kind() const = 0;
+  /// UTF-8 text -> ids. Invalid UTF-8 is a zoo::Error naming the byte offset; so is a
+  /// character the vocabulary cannot express (char).
+  virtual std::vector<int64_t> encode(std::string_view text) const = 0;
+  /// ids -> bytes (a byte-level tokenizer may end inside a UTF-8 character). An id outside
+  /// the vocabulary is a zoo::Error naming it.
+  virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  virtual int64_t vocab_size() const = 0;
+  /// The end-of-text id, -1 if none.
+  virtual int64_t eos_id() const { return -1; }
+  /// Writes its files (and tokenizer_config.json) into the existing directory `dir`.
+  virtual void save(const std::string& dir) const = 0;
+  /// A digest of the kind and the whole vocabulary: equal exactly when two tokenizers encode
+  /// alike.
+  virtual std::string fingerprint() const = 0;
+};
+
+/// Whether `dir` holds a tokenizer load_tokenizer() reads.
+bool has_tokenizer(const std::string& dir);
+/// The tokenizer in `dir` (tokenizer_config.json's kind; else vocab.json + merges.txt as GPT-2;
+/// else tokenizer.model as SentencePiece). Missing or malformed files are zoo::Errors naming
+/// the file.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
+
+struct TokenizerTrainOptions {
+  std::string model_type = "char";  // char (native) | bpe | unigram | word (SentencePiece)
+  int64_t vocab_size = 8000;        // SentencePiece only
+};
+/// Learns a tokenizer from UTF-8 text files (read in pieces: files larger than memory work
+/// for char). Invalid UTF-8 and empty files are zoo::Errors naming the file (and byte).
+std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<std::string>& files, const TokenizerTrainOptions& options);
+
+/// 64-bit FNV-1a of `bytes`, as 16 hex digits (the fingerprints).
+std::string fnv1a_hex(std::string_view bytes);
+
+}  // namespace zoo::data

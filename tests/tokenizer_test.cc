@@ -1,0 +1,151 @@
+// The tokenizers (data/tokenizer.h): nanoGPT's character level, GPT-2's byte-level BPE on
+// fixtures written here (pre-tokenisation pattern, merge ranks, bytes outside the merges,
+// <|endoftext|>), saving and loading with fingerprints, `zoo tokenizer`, and bad input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "data/char_tokenizer.h"
+#include "data/gpt2_bpe.h"
+#include "data/text.h"
+#include "test_util.h"
+
+namespace zoo::data {
+namespace {
+
+// The printable stand-in of byte b (encoder.py's bytes_to_unicode).
+std::string byte_symbol(int b) {
+  const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+  if (printable) return utf32_to_utf8(std::u32string(1, static_cast<char32_t>(b)));
+  int n = 0;
+  for (int x = 0; x < b; ++x)
+    if (!((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE))) ++n;
+  return utf32_to_utf8(std::u32string(1, static_cast<char32_t>(256 + n)));
+}
+
+// Bytes are ids 0..255; then the merged tokens, then <|endoftext|>.
+std::unique_ptr<Gpt2Bpe> fixture(std::vector<std::pair<std::string, std::string>> merges) {
+  std::map<std::string, int64_t> vocab;
+  for (int b = 0; b < 256; ++b) vocab[byte_symbol(b)] = b;
+  for (const auto& [a, b] : merges) vocab.emplace(a + b, static_cast<int64_t>(vocab.size()));
+  vocab["<|endoftext|>"] = static_cast<int64_t>(vocab.size());
+  return std::make_unique<Gpt2Bpe>(vocab, merges);
+}
+
+const std::vector<std::pair<std::string, std::string>> kMerges{{"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"},
+                                                               {"e", "l"}};
+
+TEST(Gpt2Bpe, PreTokenisesAsGpt2sPattern) {
+  EXPECT_EQ(gpt2_pretokenize("Hello world's  3.5 foo\n\nbar"),
+            (std::vector<std::string>{"Hello", " world", "'s", " ", " 3", ".", "5", " foo", "\n", "\n", "bar"}));
+  EXPECT_EQ(gpt2_pretokenize("I'LL we're  "), (std::vector<std::string>{"I", "'", "LL", " we", "'re", "  "}));
+  EXPECT_EQ(gpt2_pretokenize("déjà vu 東京!!"), (std::vector<std::string>{"déjà", " vu", " 東京", "!!"}));
+}
+
+TEST(Gpt2Bpe, MergesByRankAndFallsBackToBytes) {
+  auto tok = fixture(kMerges);
+  const int64_t hello = 256 + 3, space = ' ';  // ' ' is byte 32 -> its own id
+  EXPECT_EQ(tok->encode("hello hello"), (std::vector<int64_t>{hello, space, hello}));
+  // "e l" ranks last: "hel" is h+e first. With it first, "hello" splits differently.
+  auto reranked = fixture({{"e", "l"}, {"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"}});
+  EXPECT_NE(reranked->encode("hello"), tok->encode("hello"));
+  EXPECT_EQ(reranked->decode(reranked->encode("hello")), "hello");
+  // Characters outside every merge are their UTF-8 bytes.
+  EXPECT_EQ(tok->encode("é"), (std::vector<int64_t>{0xC3, 0xA9}));
+  EXPECT_EQ(tok->decode({0xC3}), "\xC3");  // a piece of a character: the caller streams whole ones
+  const std::string text = "hello <|endoftext|>héllo\n\n  東京 😀";
+  auto ids = tok->encode(text);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), tok->eos_id()), 1);
+  EXPECT_EQ(tok->decode(ids), text);
+  EXPECT_THROW(tok->decode({tok->vocab_size()}), Error);
+}
+
+TEST(Gpt2Bpe, SavesAsHuggingFaceFilesAndLoadsBack) {
+  test::TempDir dir;
+  auto tok = fixture(kMerges);
+  tok->save(dir.path().string());
+  EXPECT_TRUE(has_tokenizer(dir.path().string()));
+  auto back = load_tokenizer(dir.path().string());
+  EXPECT_EQ(back->kind(), "gpt2");
+  EXPECT_EQ(back->fingerprint(), tok->fingerprint());
+  EXPECT_EQ(back->encode("hello world"), tok->encode("hello world"));
+  EXPECT_NE(fixture({{"l", "l"}})->fingerprint(), tok->fingerprint());
+  const auto config = nlohmann::json::parse(test::read_file(dir / "tokenizer_config.json"));
+  EXPECT_EQ(config["tokenizer_class"], "GPT2Tokenizer");
+}
+
+TEST(Gpt2Bpe, BadFilesAreErrorsNamingFileAndLine) {
+  test::TempDir dir;
+  fixture(kMerges)->save(dir.path().string());
+  test::write_file(dir / "merges.txt", "#version: 0.2\nh e\nbroken-line\n");
+  try {
+    Gpt2Bpe::load(dir.path().string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("merges.txt:3"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(dir / "merges.txt");
+  EXPECT_THROW(Gpt2Bpe::load(dir.path().string()), Error);
+  test::write_file(dir / "merges.txt", "h e\n");
+  test::write_file(dir / "vocab.json", "{\"a\": 0,");
+  try {
+    Gpt2Bpe::load(dir.path().string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vocab.json"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CharTokenizer, VocabularyIsTheSortedCharactersAsNanoGpt) {
+  test::TempDir dir;
+  test::write_file(dir / "a.txt", "ba\nc");
+  test::write_file(dir / "b.txt", "é a");
+  auto tok = CharTokenizer::learn({dir / "a.txt", dir / "b.txt"});
+  EXPECT_EQ(tok->vocab_size(), 6);  // \n, ' ', a, b, c, é
+  EXPECT_EQ(tok->encode("abcé\n "), (std::vector<int64_t>{2, 3, 4, 5, 0, 1}));
+  EXPECT_EQ(tok->decode({5, 1, 2}), "é a");
+  tok->save(dir.path().string());
+  auto back = load_tokenizer(dir.path().string());
+  EXPECT_EQ(back->fingerprint(), tok->fingerprint());
+  try {
+    tok->encode("abz");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("U+007A at byte 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CharTokenizer, LearningNamesTheFileOfBadText) {
+  test::TempDir dir;
+  test::write_file(dir / "empty.txt", "");
+  test::write_file(dir / "bad.txt", std::string("abc") + '\xff' + "def");
+  try {
+    CharTokenizer::learn({dir / "bad.txt"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir / "bad.txt"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("byte 3"), std::string::npos) << e.what();
+  }
+  try {
+    CharTokenizer::learn({dir / "empty.txt"});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TokenizerCli, TrainsEncodesAndDecodes) {
+  test::TempDir dir;
+  test::write_file(dir / "t.txt", "the cat sat\n");
+  auto r = test::run_zoo("tokenizer train --input " + (dir / "t.txt") + " --model-type char --out " + (dir / "tok"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto e = test::run_zoo("tokenizer encode --tokenizer " + (dir / "tok") + " 'sat'");
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_EQ(e.output, "6 2 7\n");  // \n, space, a, c, e, h, s, t
+}
+
+}  // namespace
+}  // namespace zoo::data

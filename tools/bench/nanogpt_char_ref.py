@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""nanoGPT's character-level tiny Shakespeare run in plain Python PyTorch, for comparison with
+zoo's recipe tools/recipes/gpt_shakespeare_char_cpu.json on the same machine.
+
+Re-implements nanoGPT's model.py (bias=False, as its train.py default) and train.py loop
+(get_batch with torch.randint windows, AdamW with decay on >= 2-D parameters, betas
+(0.9, 0.99), warmup then cosine to min_lr, gradient clipping 1.0, evaluation every
+--eval-interval iterations before the step) with the README's CPU settings by default, and
+reports the validation loss twice: nanoGPT's estimate (mean of --eval-iters random batches)
+and zoo's (every consecutive block_size window of the validation split, as `zoo eval`).
+
+  tools/bench/nanogpt_char_ref.py --input ~/.local/share/zoo/data/tinyshakespeare/input.txt [--seed 1337]
+"""
+import argparse
+import json
+import math
+import time
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+p = argparse.ArgumentParser()
+p.add_argument("--input", required=True)
+for name, default in [("n_layer", 4), ("n_head", 4), ("n_embd", 128), ("block_size", 64), ("batch_size", 12),
+                      ("max_iters", 2000), ("lr_decay_iters", 2000), ("warmup_iters", 100), ("eval_interval", 250),
+                      ("eval_iters", 20), ("seed", 1337), ("threads", 2)]:
+    p.add_argument("--" + name, type=int, default=default)
+for name, default in [("learning_rate", 1e-3), ("min_lr", 1e-4), ("weight_decay", 0.1), ("beta2", 0.99),
+                      ("grad_clip", 1.0), ("dropout", 0.0)]:
+    p.add_argument("--" + name, type=float, default=default)
+a = p.parse_args()
+torch.set_num_threads(a.threads)
+torch.manual_seed(a.seed)
+
+text = open(a.input, encoding="utf-8").read()
+chars = sorted(set(text))
+stoi = {c: i for i, c in enumerate(chars)}
+data = torch.tensor([stoi[c] for c in text], dtype=torch.long)
+n = int(0.9 * len(data))
+train_data, val_data = data[:n], data[n:]
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, ndim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(ndim))
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, None, 1e-5)
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln_1, self.ln_2 = LayerNorm(a.n_embd), LayerNorm(a.n_embd)
+        self.c_attn = nn.Linear(a.n_embd, 3 * a.n_embd, bias=False)
+        self.attn_proj = nn.Linear(a.n_embd, a.n_embd, bias=False)
+        self.c_fc = nn.Linear(a.n_embd, 4 * a.n_embd, bias=False)
+        self.mlp_proj = nn.Linear(4 * a.n_embd, a.n_embd, bias=False)
+        self.drop = nn.Dropout(a.dropout)
+        self.register_buffer("mask", torch.tril(torch.ones(a.block_size, a.block_size)).bool())
+
+    def attn(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, a.n_head, c // a.n_head).transpose(1, 2) for z in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+        att = self.drop(att.masked_fill(~self.mask[:t, :t], float("-inf")).softmax(-1))
+        return self.drop(self.attn_proj((att @ v).transpose(1, 2).reshape(b, t, c)))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.drop(self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, a.n_embd), nn.Embedding(a.block_size, a.n_embd)
+        self.h = nn.ModuleList([Block() for _ in range(a.n_layer)])
+        self.ln_f = LayerNorm(a.n_embd)
+        self.drop = nn.Dropout(a.dropout)
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, 0.0, 0.02)
+        for name, prm in self.named_parameters():
+            if name.endswith("attn_proj.weight") or name.endswith("mlp_proj.weight"):
+                nn.init.normal_(prm, 0.0, 0.02 / math.sqrt(2 * a.n_layer))
+
+    def forward(self, idx, targets):
+        x = self.drop(self.wte(idx) + self.wpe(torch.arange(idx.size(1))))
+        for block in self.h:
+            x = block(x)
+        logits = self.ln_f(x) @ self.wte.weight.t()
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+
+
+def get_batch(split):
+    d = train_data if split == "train" else val_data
+    ix = torch.randint(len(d) - a.block_size, (a.batch_size,))
+    return (torch.stack([d[i:i + a.block_size] for i in ix]), torch.stack([d[i + 1:i + 1 + a.block_size] for i in ix]))
+
+
+@torch.no_grad()
+def nanogpt_estimate(model):
+    model.eval()
+    out = {s: torch.stack([model(*get_batch(s)) for _ in range(a.eval_iters)]).mean().item() for s in ("train", "val")}
+    model.train()
+    return out
+
+
+@torch.no_grad()
+def full_val(model):  # zoo eval's protocol: consecutive windows of the whole split
+    model.eval()
+    t = a.block_size
+    count = (len(val_data) - 1) // t
+    total = 0.0
+    for i in range(0, count, 64):
+        rows = [val_data[j * t:j * t + t + 1] for j in range(i, min(count, i + 64))]
+        ids = torch.stack(rows)
+        total += model(ids[:, :-1], ids[:, 1:]).item() * len(rows) * t
+    model.train()
+    return total / (count * t)
+
+
+def lr_at(it):
+    if it < a.warmup_iters:
+        return a.learning_rate * (it + 1) / (a.warmup_iters + 1)
+    if it > a.lr_decay_iters:
+        return a.min_lr
+    ratio = (it - a.warmup_iters) / (a.lr_decay_iters - a.warmup_iters)
+    return a.min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (a.learning_rate - a.min_lr)
+
+
+model = GPT(len(chars))
+decay = [q for q in model.parameters() if q.dim() >= 2]
+no_decay = [q for q in model.parameters() if q.dim() < 2]
+opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+                        lr=a.learning_rate, betas=(0.9, a.beta2))
+start = time.time()
+for it in range(a.max_iters + 1):
+    for group in opt.param_groups:
+        group["lr"] = lr_at(it)
+    if it % a.eval_interval == 0:
+        est = nanogpt_estimate(model)
+        print(json.dumps({"iter": it, "train_estimate": est["train"], "val_estimate": est["val"],
+                          "elapsed_s": time.time() - start}), flush=True)
+    if it == a.max_iters:
+        break
+    loss = model(*get_batch("train"))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
+    opt.step()
+print(json.dumps({"iter": a.max_iters, "val_full_split": full_val(model), "elapsed_s": time.time() - start}))

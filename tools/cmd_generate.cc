@@ -1,0 +1,204 @@
+// zoo generate --checkpoint DIR (--prompt TEXT | --prompt-file FILE) [--max-new-tokens N]
+//              [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--beam N]
+//              [--greedy] [--seed S] [--stop STR]... [--no-cache] [--device D]
+// Continues the prompt with a language model and streams the text to stdout as the tokens
+// are produced (sampling and greedy; beam search prints its best hypothesis at the end).
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <sstream>
+
+#include "data/text.h"
+#include "models/sampling.h"
+#include "tools/commands.h"
+#include "train/device.h"
+#include "train/task_registry.h"
+
+namespace zoo::cli {
+
+namespace {
+
+struct GenerateArgs {
+  std::string checkpoint;
+  std::string prompt;
+  std::string prompt_file;
+  int64_t max_new_tokens = 200;
+  double temperature = 1.0;
+  int64_t top_k = 0;
+  double top_p = 1.0;
+  int64_t min_tokens_to_keep = 1;
+  double repetition_penalty = 1.0;
+  int64_t beam = 1;
+  bool greedy = false;
+  int64_t seed = 0;
+  std::vector<std::string> stop;
+  bool no_cache = false;
+  std::string device = "auto";
+};
+
+std::string read_prompt(const GenerateArgs& a) {
+  if (a.prompt_file.empty()) return a.prompt;
+  std::ifstream in(a.prompt_file, std::ios::binary);
+  if (!in) throw Error(cat("--prompt-file ", a.prompt_file, ": cannot open (", std::strerror(errno), ")"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // byte-order mark
+  const size_t bad = data::find_invalid_utf8(text);
+  if (bad != std::string::npos)
+    throw Error(cat("--prompt-file ", a.prompt_file, ": invalid UTF-8 at byte ", bad, "; save it as UTF-8"));
+  return text;
+}
+
+// The prompt's ids, at most the model's context (keeping the end, with a warning); an empty
+// prompt starts from the end-of-text token where the tokenizer has one (GPT-2's convention).
+std::vector<int64_t> prompt_ids(const TextGenerator& g, const std::string& text) {
+  std::vector<int64_t> ids = g.encode(text);
+  if (ids.empty()) {
+    if (g.eos_id() < 0)
+      throw Error("the prompt is empty and this model's tokenizer has no end-of-text token to start from; "
+                  "give --prompt TEXT");
+    ids.push_back(g.eos_id());
+  }
+  const auto context = static_cast<size_t>(g.context_size());
+  if (ids.size() > context) {
+    std::cerr << "zoo: warning: the prompt has " << ids.size() << " tokens but the model's context is " << context
+              << "; keeping its last " << context << " tokens" << std::endl;
+    ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(context));
+  }
+  return ids;
+}
+
+// Length of the longest prefix of `bytes` that ends on a UTF-8 character boundary.
+size_t complete_utf8(const std::string& bytes) {
+  size_t end = bytes.size(), back = 0;
+  while (end > 0 && back < 4 && (static_cast<unsigned char>(bytes[end - 1]) & 0xC0) == 0x80) --end, ++back;
+  if (end == 0) return bytes.size();
+  const auto lead = static_cast<unsigned char>(bytes[end - 1]);
+  const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  return back + 1 >= need ? bytes.size() : end - 1;
+}
+
+// Prints generated text as it grows, holding back what could still become a stop string or
+// the rest of a UTF-8 character; stops at the first stop string (not printed).
+class Streamer {
+ public:
+  Streamer(const TextGenerator& g, std::vector<std::string> stop) : g_(g), stop_(std::move(stop)) {
+    for (const auto& s : stop_) hold_ = std::max(hold_, s.size());
+  }
+  /// Adds a token; false once a stop string has appeared.
+  bool add(int64_t token) {
+    if (token == g_.eos_id()) return true;
+    ids_.push_back(token);
+    const std::string text = g_.decode(ids_);
+    size_t stop_at = std::string::npos;
+    for (const auto& s : stop_)
+      if (!s.empty()) stop_at = std::min(stop_at, text.find(s));
+    if (stop_at != std::string::npos) {
+      emit(text, stop_at);
+      stopped_ = true;
+      return false;
+    }
+    size_t safe = complete_utf8(text);
+    if (hold_ > 1) safe = safe > hold_ - 1 ? complete_utf8(text.substr(0, safe - (hold_ - 1))) : 0;
+    emit(text, safe);
+    return true;
+  }
+  void finish() {
+    if (!stopped_) emit(g_.decode(ids_), std::string::npos);
+    std::cout << std::endl;
+  }
+
+ private:
+  void emit(const std::string& text, size_t upto) {
+    upto = std::min(upto, text.size());
+    if (upto > printed_) {
+      std::cout << text.substr(printed_, upto - printed_) << std::flush;
+      printed_ = upto;
+    }
+  }
+  const TextGenerator& g_;
+  std::vector<std::string> stop_;
+  std::vector<int64_t> ids_;
+  size_t hold_ = 0, printed_ = 0;
+  bool stopped_ = false;
+};
+
+int run_generate(const GenerateArgs& a) {
+  if (!a.prompt.empty() && !a.prompt_file.empty())
+    throw Error("give --prompt TEXT or --prompt-file FILE, not both");
+  const std::string text = read_prompt(a);
+  checked_checkpoint_dir(a.checkpoint);
+  const torch::Device device = resolve_device(a.device);
+  auto task = load_task(a.checkpoint, {}, device);
+  TextGenerator* g = task->text_generator();
+  if (!g)
+    throw Error(cat(a.checkpoint, ": not a language model (task '", task->config().value("task", ""),
+                    "'); zoo generate needs a language-modeling checkpoint"));
+  torch::NoGradGuard no_grad;
+  const std::vector<int64_t> prompt = prompt_ids(*g, text);
+  auto decoding = g->start_decoding(prompt, !a.no_cache);
+  models::GenerationOptions options;
+  options.bos_id = decoding.first;
+  options.eos_id = g->eos_id() >= 0 ? g->eos_id() : std::numeric_limits<int64_t>::max();
+  options.max_new_tokens = a.max_new_tokens;
+  options.num_beams = a.beam;
+  models::SamplingOptions sampling;
+  sampling.do_sample = a.beam == 1 && !a.greedy;
+  sampling.temperature = a.temperature;
+  sampling.top_k = a.top_k;
+  sampling.top_p = a.top_p;
+  sampling.min_tokens_to_keep = a.min_tokens_to_keep;
+  sampling.repetition_penalty = a.repetition_penalty;
+  sampling.seed = static_cast<uint64_t>(a.seed);
+  sampling.validate();
+  std::cout << text << std::flush;
+  Streamer streamer(*g, a.stop);
+  if (a.beam > 1) {
+    models::RepetitionPenalty penalty(a.repetition_penalty, prompt);
+    const auto best = models::beam_search(*decoding.model, std::move(decoding.state), options,
+                                          a.repetition_penalty != 1.0 ? &penalty : nullptr);
+    for (int64_t token : best.at(0).at(0).tokens)
+      if (!streamer.add(token)) break;
+  } else {
+    models::sample_decode(*decoding.model, std::move(decoding.state), options, sampling, prompt, nullptr,
+                          [&](int64_t, int64_t token) { return streamer.add(token); });
+  }
+  streamer.finish();
+  return 0;
+}
+
+}  // namespace
+
+void setup_generate(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<GenerateArgs>();
+  auto* cmd = app.add_subcommand("generate", "Continue a prompt with a language model, streaming the text");
+  cmd->add_option("--checkpoint", a->checkpoint, "checkpoint or Hugging Face GPT-2 directory")->required();
+  cmd->add_option("--prompt", a->prompt, "the text to continue");
+  cmd->add_option("--prompt-file", a->prompt_file, "read the prompt from this UTF-8 file");
+  cmd->add_option("--max-new-tokens", a->max_new_tokens, "most tokens generated")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
+  cmd->add_option("--temperature", a->temperature, "sampling: divide the logits by T")->capture_default_str();
+  cmd->add_option("--top-k", a->top_k, "sampling: keep the K most likely tokens; 0 = all")->capture_default_str();
+  cmd->add_option("--top-p", a->top_p, "sampling: keep the most likely tokens up to probability P (nucleus)")
+      ->capture_default_str();
+  cmd->add_option("--min-tokens-to-keep", a->min_tokens_to_keep, "top-k/top-p keep at least this many")
+      ->capture_default_str();
+  cmd->add_option("--repetition-penalty", a->repetition_penalty,
+                  "penalise tokens already in the text (CTRL); 1 = off")
+      ->capture_default_str();
+  cmd->add_option("--beam", a->beam, "beam search with N beams (no sampling)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_flag("--greedy", a->greedy, "always take the most likely token (no sampling)");
+  cmd->add_option("--seed", a->seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--stop", a->stop, "stop when the text contains this string (repeatable)");
+  cmd->add_flag("--no-cache", a->no_cache, "recompute the whole context every step (for comparison)");
+  cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
+  cmd->callback([a, exit_code] { *exit_code = run_generate(*a); });
+}
+
+}  // namespace zoo::cli
