@@ -9,6 +9,7 @@
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/safetensors.h"
+#include "train/task_registry.h"
 
 namespace zoo {
 namespace {
@@ -96,13 +97,13 @@ void check_loads_hugging_face(bool bare) {
   std::string task;
   const json section = models::from_hf_config(read_json_file(hf + "/config.json"), &task);
   EXPECT_EQ(task, "language_modeling");
-  EXPECT_EQ(section["vocab_size"], 97);
+  EXPECT_EQ(section["vocab_size"], 260);
   EXPECT_EQ(section["n_inner"], 0);
   auto m = std::dynamic_pointer_cast<models::GPT2LMHeadModelImpl>(models::build_model(section));
   ASSERT_TRUE(m);
   load_model(*m, hf + "/model.safetensors", "gpt2");
   m->eval();
-  auto ids = torch::randint(0, 97, {2, 32}, torch::kLong);
+  auto ids = torch::randint(0, 260, {2, 32}, torch::kLong);
   auto py = python_logits(dir, hf, ids);
   ASSERT_TRUE(py.defined());
   torch::NoGradGuard g;
@@ -111,6 +112,54 @@ void check_loads_hugging_face(bool bare) {
 
 TEST(GPT2, LoadsAHuggingFaceCheckpointWithTheSameLogits) { check_loads_hugging_face(false); }
 TEST(GPT2, LoadsTheBareNamesOfTheOriginalGpt2Files) { check_loads_hugging_face(true); }
+
+// A Hugging Face GPT-2 directory (weights, config.json, vocab.json + merges.txt) is a
+// checkpoint: its greedy continuation equals the Python reference's, `zoo generate` runs on
+// it, and `zoo train` fine-tunes it with model.preset and train.init_from naming it.
+TEST(GPT2, AHuggingFaceDirectoryGeneratesAndFineTunes) {
+  test::TempDir dir;
+  const std::string hf = dir / "hf";
+  auto made = test::run_python("hf_gpt2.py", "make " + hf + " 5");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  auto task = load_task(hf, {}, torch::Device(torch::kCPU));
+  TextGenerator* g = task->text_generator();
+  ASSERT_NE(g, nullptr);
+  const auto prompt = g->encode(" the cat");
+  ASSERT_FALSE(prompt.empty());
+  torch::NoGradGuard no_grad;
+  auto decoding = g->start_decoding(prompt, true);
+  models::GenerationOptions o;
+  o.num_beams = 1;
+  o.max_new_tokens = 8;
+  o.bos_id = decoding.first;
+  o.eos_id = 100000;  // run all 8 steps
+  const auto ours = models::greedy_decode(*decoding.model, std::move(decoding.state), o)[0].tokens;
+  std::string args = "greedy " + hf + " 8";
+  for (int64_t id : prompt) args += " " + std::to_string(id);
+  auto py = test::run_python("hf_gpt2.py", args);
+  ASSERT_EQ(py.exit_code, 0) << py.output;
+  std::string expected;
+  for (size_t i = 0; i < ours.size(); ++i) expected += (i ? " " : "") + std::to_string(ours[i]);
+  EXPECT_EQ(py.output, expected + "\n");
+  auto cli = test::run_zoo("generate --checkpoint " + hf + " --prompt ' the' --max-new-tokens 5 --seed 1");
+  EXPECT_EQ(cli.exit_code, 0) << cli.output;
+  test::write_file(dir / "text.txt", std::string(4000, 'a') + " the cat " + std::string(4000, 'h'));
+  write_json_file(dir / "ft.json",
+                  json{{"task", "language_modeling"},
+                       {"model", {{"preset", hf}}},
+                       {"data", {{"files", {dir / "text.txt"}}, {"tokenizer", hf}}},
+                       {"train", {{"max_steps", 2}, {"per_device_train_batch_size", 2}, {"init_from", hf},
+                                  {"report_to_tensorboard", false}}}});
+  auto ft = test::run_zoo("train --config " + (dir / "ft.json") + " --output-dir " + (dir / "ft"));
+  ASSERT_EQ(ft.exit_code, 0) << ft.output;
+  EXPECT_NE(ft.output.find("loaded 28 of 28 tensors"), std::string::npos) << ft.output;
+  auto exported = test::run_zoo("export --checkpoint " + (dir / "ft/checkpoint-2") + " --out " + (dir / "out"));
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  for (const char* f : {"config.json", "model.safetensors", "vocab.json", "merges.txt", "tokenizer_config.json"})
+    EXPECT_TRUE(std::filesystem::exists(dir / ("out/" + std::string(f)))) << f;
+  auto reloaded = python_logits(dir, dir / "out", torch::zeros({1, 4}, torch::kLong));
+  EXPECT_TRUE(reloaded.defined());
+}
 
 TEST(GPT2, CachedStepsGiveTheLogitsOfTheWholeSequence) {
   auto m = perturbed(tiny(), 5);

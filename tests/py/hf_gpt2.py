@@ -11,8 +11,12 @@ of tools/bench/gpt_bench.py (a nanoGPT-style training step).
       strictly, writes the logits of INPUT's "input_ids".
   hf_gpt2.py make MODEL_DIR SEED [bare]
       writes a randomly initialised model as a Hugging Face checkpoint (config.json,
-      model.safetensors); with "bare", the tensor names of a GPT2Model save (h.0..., wte...)
-      plus the attn.bias mask buffers, as in the original gpt2 checkpoint.
+      model.safetensors, and a byte-level BPE tokenizer: vocab.json + merges.txt with the 256
+      byte symbols, three merges and <|endoftext|>); with "bare", the tensor names of a
+      GPT2Model save (h.0..., wte...) plus the attn.bias mask buffers, as in the original gpt2
+      checkpoint.
+  hf_gpt2.py greedy MODEL_DIR N ID...
+      prints the N ids that greedy decoding (recomputing the prefix) appends to the ids.
 """
 import json
 import math
@@ -127,31 +131,73 @@ class GPT2LMHeadModel(nn.Module):
         return self.transformer(ids) @ self.transformer.wte.weight.t()
 
 
+def bytes_to_unicode():
+    """GPT-2's encoder.py mapping of bytes to printable characters."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, [chr(c) for c in cs]))
+
+
+MERGES = [("Ġ", "t"), ("h", "e"), ("Ġt", "he")]
+
+
+def write_tokenizer(model_dir):
+    vocab = {ch: b for b, ch in sorted(bytes_to_unicode().items())}
+    for a, b in MERGES:
+        vocab[a + b] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    with open(os.path.join(model_dir, "vocab.json"), "w") as f:
+        json.dump(vocab, f)
+    with open(os.path.join(model_dir, "merges.txt"), "w") as f:
+        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in MERGES))
+    return len(vocab)
+
+
+def load(model_dir):
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    assert config["architectures"] == ["GPT2LMHeadModel"], config.get("architectures")
+    assert config["model_type"] == "gpt2"
+    model = GPT2LMHeadModel(Config(config))
+    tensors = st_io.load(os.path.join(model_dir, "model.safetensors"))
+    if not any(k.startswith("transformer.") for k in tensors):  # a GPT2Model save, as transformers
+        tensors = {"transformer." + k: v for k, v in tensors.items() if not k.endswith(".attn.bias")}
+    model.load_state_dict(tensors, strict=True)
+    return model.eval()
+
+
 def main():
     mode = sys.argv[1]
     if mode == "logits":
         model_dir, inp, out = sys.argv[2:5]
-        with open(os.path.join(model_dir, "config.json")) as f:
-            config = json.load(f)
-        assert config["architectures"] == ["GPT2LMHeadModel"], config.get("architectures")
-        assert config["model_type"] == "gpt2"
-        model = GPT2LMHeadModel(Config(config))
-        tensors = st_io.load(os.path.join(model_dir, "model.safetensors"))
-        if not any(k.startswith("transformer.") for k in tensors):  # a GPT2Model save, as transformers
-            tensors = {"transformer." + k: v for k, v in tensors.items() if not k.endswith(".attn.bias")}
-        model.load_state_dict(tensors, strict=True)
-        model.eval()
+        model = load(model_dir)
         ids = st_io.load(inp)["input_ids"]
         with torch.no_grad():
             st_io.save(out, {"logits": model(ids).contiguous()})
+    elif mode == "greedy":
+        model = load(sys.argv[2])
+        n, ids = int(sys.argv[3]), [int(x) for x in sys.argv[4:]]
+        out = []
+        with torch.no_grad():
+            for _ in range(n):
+                out.append(int(model(torch.tensor([ids + out]))[0, -1].argmax()))
+        print(" ".join(map(str, out)))
     elif mode == "make":
         model_dir, seed = sys.argv[2], int(sys.argv[3])
         bare = len(sys.argv) > 4 and sys.argv[4] == "bare"
         torch.manual_seed(seed)
-        config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 97,
+        os.makedirs(model_dir, exist_ok=True)
+        vocab_size = write_tokenizer(model_dir)
+        config = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": vocab_size,
                   "n_positions": 32, "n_embd": 48, "n_layer": 2, "n_head": 4, "n_inner": None,
                   "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
-                  "bos_token_id": 96, "eos_token_id": 96}
+                  "bos_token_id": vocab_size - 1, "eos_token_id": vocab_size - 1}
         model = GPT2LMHeadModel(Config(config))
         with torch.no_grad():
             for p in model.parameters():
