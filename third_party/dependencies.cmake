@@ -122,6 +122,26 @@ if(NOT STB_INCLUDE_DIR)
   endif()
 endif()
 
+# --- c10d (data-parallel training: train/distributed.cc) -------------------------
+# LibTorch's own distributed engine. Its Gloo process group needs the gloo headers (Debian:
+# libgloo-dev; pip's torch ships them), NCCL's needs a CUDA LibTorch and nccl.h. Without
+# them zoo builds and trains on one process, and refuses a distributed launch with the reason.
+set(ZOO_WITH_GLOO 0)
+set(ZOO_WITH_NCCL 0)
+find_path(ZOO_C10D_DIR torch/csrc/distributed/c10d/ProcessGroupGloo.hpp HINTS ${TORCH_INCLUDE_DIRS})
+find_path(ZOO_GLOO_INCLUDE_DIR gloo/algorithm.h HINTS ${TORCH_INCLUDE_DIRS})
+if(ZOO_C10D_DIR AND ZOO_GLOO_INCLUDE_DIR)
+  set(ZOO_WITH_GLOO 1)
+  find_library(ZOO_GLOO_LIBRARY gloo)
+  if(ZOO_WITH_CUDA)
+    find_path(ZOO_NCCL_INCLUDE_DIR nccl.h HINTS ${TORCH_INCLUDE_DIRS} ${CUDAToolkit_INCLUDE_DIRS})
+    if(ZOO_NCCL_INCLUDE_DIR AND EXISTS "${ZOO_C10D_DIR}/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp")
+      set(ZOO_WITH_NCCL 1)
+    endif()
+  endif()
+endif()
+message(STATUS "zoo: c10d Gloo: ${ZOO_WITH_GLOO}, NCCL: ${ZOO_WITH_NCCL}")
+
 # One interface target for the core library. Dependency headers are SYSTEM so that
 # -Wall -Wextra report our code only.
 add_library(zoo_deps INTERFACE)
@@ -143,6 +163,9 @@ target_link_libraries(zoo_deps INTERFACE ${TORCH_LIBRARIES} nlohmann_json::nlohm
   PkgConfig::SENTENCEPIECE ZLIB::ZLIB ICU::uc ICU::i18n Threads::Threads)
 target_include_directories(zoo_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS} ${STB_INCLUDE_DIR})
 target_compile_definitions(zoo_deps INTERFACE ZOO_WITH_CUDA=${ZOO_WITH_CUDA})
+if(ZOO_GLOO_LIBRARY)
+  target_link_libraries(zoo_deps INTERFACE ${ZOO_GLOO_LIBRARY})
+endif()
 if(ZOO_OPENMP)
   target_link_libraries(zoo_deps INTERFACE OpenMP::OpenMP_CXX)
 endif()

@@ -7,6 +7,8 @@
 #include "tools/commands.h"
 #include "train/checkpoint.h"
 #include "train/device.h"
+#include "train/distributed.h"
+#include "train/launch_env.h"
 #include "train/task_registry.h"
 #include "train/trainer.h"
 
@@ -55,7 +57,11 @@ int run_train(const TrainCommand& a) {
   for (const auto& s : a.overrides) apply_override(raw, s);
   if (!a.init_from.empty()) apply_override(raw, "train.init_from=" + json(a.init_from).dump());
   const json config = resolve_config(raw, a.config);
-  const torch::Device device = resolve_device(a.device);
+  // A data-parallel launch (torchrun, tools/launch.sh, Slurm, mpirun): one process per rank,
+  // each on its own GPU (cuda:LOCAL_RANK) when there are GPUs.
+  const auto launch = detect_launch();
+  torch::Device device = resolve_device(a.device);
+  if (launch && device.is_cuda() && !device.has_index()) device = torch::Device(torch::kCUDA, launch->local_rank);
   const std::string out = a.output_dir.empty() ? (fs::path("runs") / fs::path(a.config).stem()).string() : a.output_dir;
 
   std::string resume_from;
@@ -73,9 +79,15 @@ int run_train(const TrainCommand& a) {
     throw Error(cat(out, " already holds checkpoints; continue it with --resume, or choose another --output-dir"));
   }
 
+  std::unique_ptr<Collective> collective;
+  if (launch) {
+    const auto t = read_options<TrainOptions>(config.at("train"), "train");
+    collective = connect_processes(*launch, device, {t.ddp_backend, t.ddp_timeout, t.ddp_bucket_cap_mb});
+  }
   auto task = make_task(config);
   install_stop_handlers();
   TrainerArgs args{config, a.config, out, device, resume_from};
+  args.collective = collective.get();
   train(*task, args);
   return 0;
 }

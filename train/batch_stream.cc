@@ -18,9 +18,17 @@ uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t index) {
   return mix(mix(seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(index));
 }
 
+std::vector<int64_t> shard_of(const std::vector<int64_t>& batch, int rank, int world) {
+  if (world <= 1 || batch.empty()) return batch;
+  const size_t per = (batch.size() + world - 1) / world;
+  std::vector<int64_t> part(per);
+  for (size_t i = 0; i < per; ++i) part[i] = batch[(rank * per + i) % batch.size()];
+  return part;
+}
+
 BatchStream::BatchStream(const Task& task, uint64_t seed, int64_t batch_size, int64_t epoch, int64_t index,
-                         int64_t prefetch)
-    : task_(task), seed_(seed), batch_size_(batch_size), prefetch_(prefetch) {
+                         int64_t prefetch, int rank, int world)
+    : task_(task), seed_(seed), batch_size_(batch_size), prefetch_(prefetch), rank_(rank), world_(world) {
   worker_ = std::thread([this, epoch, index] { run(epoch, index); });
 }
 
@@ -46,10 +54,15 @@ BatchStream::Item BatchStream::next() {
 void BatchStream::run(int64_t epoch, int64_t index) {
   try {
     while (true) {
-      auto plan = task_.epoch_plan(seed_, epoch, batch_size_);
+      auto plan = task_.epoch_plan(seed_, epoch, batch_size_ * world_);
       if (plan.empty()) throw Error("the training set is empty");
       for (; index < static_cast<int64_t>(plan.size()); ++index) {
-        Item item{task_.make_train_batch(plan[index], batch_seed(seed_, epoch, index)), epoch, index};
+        // Other ranks draw their own augmentation (a rank's seed mixed in); rank 0 draws
+        // what a single process draws.
+        const uint64_t bseed = batch_seed(seed_, epoch, index);
+        Item item{task_.make_train_batch(shard_of(plan[index], rank_, world_),
+                                         rank_ == 0 ? bseed : mix(bseed, static_cast<uint64_t>(rank_))),
+                  epoch, index};
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [this] { return done_ || static_cast<int64_t>(queue_.size()) < prefetch_; });
         if (done_) return;

@@ -16,6 +16,11 @@ namespace zoo {
 /// The per-batch seed of batch `index` of `epoch` (splitmix64 of the combination).
 uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t index);
 
+/// Process `rank`'s part of a global batch of a data-parallel run: the r-th of `world`
+/// contiguous equal parts. A batch that does not divide evenly is first padded with its own
+/// first examples (as PyTorch's DistributedSampler pads), so every process gets as many.
+std::vector<int64_t> shard_of(const std::vector<int64_t>& batch, int rank, int world);
+
 class BatchStream {
  public:
   struct Item {
@@ -23,8 +28,11 @@ class BatchStream {
     int64_t epoch, index;  // position of this batch
   };
 
-  /// Starts at batch `index` of `epoch`, keeping up to `prefetch` batches ready.
-  BatchStream(const Task& task, uint64_t seed, int64_t batch_size, int64_t epoch, int64_t index, int64_t prefetch);
+  /// Starts at batch `index` of `epoch`, keeping up to `prefetch` batches ready. In a
+  /// data-parallel run of `world` processes the epoch is planned in global batches of
+  /// batch_size x world and this process (`rank`) takes its shard_of() each.
+  BatchStream(const Task& task, uint64_t seed, int64_t batch_size, int64_t epoch, int64_t index, int64_t prefetch,
+              int rank = 0, int world = 1);
   ~BatchStream();
   BatchStream(const BatchStream&) = delete;
   BatchStream& operator=(const BatchStream&) = delete;
@@ -37,6 +45,7 @@ class BatchStream {
   const Task& task_;
   uint64_t seed_;
   int64_t batch_size_, prefetch_;
+  int rank_, world_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> queue_;

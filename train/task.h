@@ -46,6 +46,9 @@ struct TaskContext {
   double label_smoothing = 0.0;       ///< train.label_smoothing_factor: training losses only
   torch::Device device{torch::kCPU};  ///< where the model and the batches are
   std::string precision = "fp32";     ///< "fp32" or "bf16" (autocast is the trainer's)
+  /// False on the processes of a data-parallel run other than rank 0: they prepare their
+  /// data after rank 0 and must only read what it wrote in the output directory.
+  bool primary = true;
 };
 
 /// The loss of one batch: `total` drives backward; `parts` (e.g. "mlm", "nsp") are shown

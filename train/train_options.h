@@ -42,6 +42,9 @@ struct TrainOptions {
   bool report_to_tensorboard = true;
   std::string init_from;  // checkpoint or Hugging Face directory to start from
   std::vector<std::string> init_from_key_map;  // "from_prefix=to_prefix" renames
+  std::string ddp_backend = "auto";  // data parallel (train/distributed.h)
+  double ddp_timeout = 1800;
+  double ddp_bucket_cap_mb = 25;
 
   template <class V>
   void fields(V& v) {
@@ -92,6 +95,16 @@ struct TrainOptions {
     v("init_from_key_map", init_from_key_map,
       "with init_from: tensor-name prefix renames \"FROM=TO\" applied to the file's names, e.g. "
       "\"bert.=\" or \"=vit.\" (the first matching prefix wins)");
+    v("ddp_backend", ddp_backend,
+      "data-parallel launches (torchrun, tools/launch.sh, Slurm, mpirun): the c10d backend; auto = nccl on CUDA, "
+      "gloo on CPU",
+      one_of({"auto", "gloo", "nccl"}));
+    v("ddp_timeout", ddp_timeout,
+      "data parallel: seconds to wait for the other processes (rendezvous and every collective) before every rank "
+      "stops with an error",
+      between(1, 1e7));
+    v("ddp_bucket_cap_mb", ddp_bucket_cap_mb, "data parallel: size of the gradient buckets all-reduced during backward",
+      between(0.001, 1e4));
   }
 };
 

@@ -65,7 +65,18 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
     fs::create_directories(args_.output_dir, ec);
     if (ec) throw Error(cat(args_.output_dir, ": cannot create output directory: ", ec.message()));
   }
-  task_.prepare_training(writer() ? args_.output_dir : "");
+  if (!args_.collective) {
+    task_.prepare_training(writer() ? args_.output_dir : "");
+  } else {  // rank 0 first (it may tokenise into the output directory), then the others read
+    std::vector<double> barrier{1};
+    if (rank() == 0) task_.prepare_training(args_.output_dir);
+    args_.collective->sum(barrier);
+    if (rank() > 0) {
+      context.primary = false;
+      task_.set_context(context);
+      task_.prepare_training(args_.output_dir);
+    }
+  }
   // The task's resolved config (it may add what it learnt from the data, e.g. vocabulary
   // sizes) is the one that rebuilds the model from a checkpoint.
   config_ = task_.config().is_null() ? args_.config : task_.config();
@@ -76,7 +87,8 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   model_->to(args_.device);
   optimizer_ = make_optimizer(*model_, o_);
 
-  micro_batches_ = static_cast<int64_t>(task_.epoch_plan(o_.seed, 0, o_.per_device_train_batch_size).size());
+  micro_batches_ =
+      static_cast<int64_t>(task_.epoch_plan(o_.seed, 0, o_.per_device_train_batch_size * world()).size());
   steps_per_epoch_ = std::max<int64_t>(1, micro_batches_ / o_.gradient_accumulation_steps);
   total_steps_ = o_.max_steps > 0 ? o_.max_steps : static_cast<int64_t>(std::ceil(o_.num_train_epochs * steps_per_epoch_));
   warmup_ = o_.warmup_steps > 0 ? o_.warmup_steps : static_cast<int64_t>(std::ceil(o_.warmup_ratio * total_steps_));
@@ -85,6 +97,11 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   state_.best_value = greater_ ? -INFINITY : INFINITY;
 
   if (!args_.resume_from.empty()) restore(args_.resume_from);
+  if (args_.collective) {
+    // Rank 0 draws what a single process draws; the others their own dropout.
+    if (args_.resume_from.empty() && rank() > 0) torch::manual_seed(static_cast<uint64_t>(o_.seed) + rank());
+    args_.collective->attach(*model_);
+  }
   if (o_.ema_decay > 0 && !average_) average_.emplace(*model_, o_.ema_decay);
   // One batch slice per core on the CPU (see forward_backward).
   shards_ = args_.device.is_cpu() && task_.splittable() ? at::get_num_threads() : 1;
@@ -126,7 +143,11 @@ void Trainer::restore(const std::string& from) {
   if (st.contains("best_metric") && st["best_metric"].is_number()) state_.best_value = st["best_metric"];
   state_.best_checkpoint = st.value("best_model_checkpoint", "");
   state_.evals_without_improvement = st.value("evals_without_improvement", 0);
-  restore_rng_state(st.at("rng_state"), args_.device);
+  const json& per_rank = st.contains("rng_state_per_rank") ? st["rng_state_per_rank"] : json::array();
+  if (rank() > 0 && per_rank.size() != static_cast<size_t>(world()))
+    throw Error(cat(from, " was saved by ", std::max<size_t>(1, per_rank.size()), " process(es); this run has ",
+                    world(), ": resume with the same number of processes"));
+  restore_rng_state(rank() > 0 ? per_rank.at(rank()) : st.at("rng_state"), args_.device);
   if (state_.step >= total_steps_)
     throw Error(cat(from, " is at step ", state_.step, ", the run's last step is ", total_steps_,
                     "; raise train.max_steps (--set train.max_steps=N) to train further"));
@@ -137,6 +158,9 @@ double Trainer::epoch_progress() const {
 }
 
 void Trainer::save(const Metrics* eval_metrics) {
+  json per_rank = json::array();
+  if (args_.collective)  // every process's random-number state, so that each resumes exactly
+    for (const auto& bytes : args_.collective->gather(rng_state(args_.device).dump())) per_rank.push_back(json::parse(bytes));
   if (!writer()) return;
   WeightAverage* average = average_ ? &*average_ : nullptr;
   CheckpointWriter w(args_.output_dir, state_.step);
@@ -160,6 +184,7 @@ void Trainer::save(const Metrics* eval_metrics) {
              {"evals_without_improvement", state_.evals_without_improvement},
              {"seed", o_.seed},
              {"rng_state", rng_state(args_.device)}};
+  if (args_.collective) st["rng_state_per_rank"] = per_rank;
   if (eval_metrics) st["eval_metrics"] = *eval_metrics;
   write_json_file(w.path("trainer_state.json"), st);
   result_.last_checkpoint = w.commit();
@@ -194,6 +219,7 @@ LossValues Trainer::accumulate_gradients(BatchStream& stream, int64_t* examples)
   for (int64_t micro = 0; micro < o_.gradient_accumulation_steps; ++micro) {
     auto item = stream.next();
     Batch batch = item.batch.to(device);
+    if (args_.collective) args_.collective->prepare_backward(shards_ == 1 && micro + 1 == o_.gradient_accumulation_steps);
     const auto value = forward_backward(
         [&](const Batch& b) {
           AutocastGuard ac(autocast, device);  // the forward pass only, as PyTorch recommends
@@ -249,19 +275,25 @@ TrainResult Trainer::run() {
     if (log_) log_->message(text);
   };
   message(cat("training ", total_steps_, " steps (", steps_per_epoch_, " per epoch, batch ",
-              o_.per_device_train_batch_size, "x", o_.gradient_accumulation_steps, ") on ", args_.device.str(), ", ",
+              o_.per_device_train_batch_size, "x", o_.gradient_accumulation_steps,
+              world() > 1 ? cat("x", world(), " processes (", args_.collective->backend(), ") = ",
+                                o_.per_device_train_batch_size * o_.gradient_accumulation_steps * world())
+                          : std::string(),
+              ") on ", args_.device.str(), ", ",
               precision_, o_.precision == "auto" ? " (train.precision=auto)" : "",
               args_.resume_from.empty() ? std::string()
                                         : cat(", resuming from ", args_.resume_from, " at step ", state_.step)));
   BatchStream stream(task_, static_cast<uint64_t>(o_.seed), o_.per_device_train_batch_size, state_.epoch,
-                     state_.index, o_.dataloader_prefetch);
+                     state_.index, o_.dataloader_prefetch, rank(), world());
   model_->train();
   start_ = window_.start = std::chrono::steady_clock::now();
   while (state_.step < total_steps_) {
     optimizer_->zero_grad();
     int64_t examples = 0;
-    const LossValues loss = accumulate_gradients(stream, &examples);
+    LossValues loss = accumulate_gradients(stream, &examples);
+    if (args_.collective) args_.collective->average_gradients();
     if (args_.hooks.after_backward) args_.hooks.after_backward(params_);
+    const bool interrupted = reduce_step(&loss, &examples, stop_requested().load());
     double grad_norm = NAN;
     if (o_.max_grad_norm > 0) grad_norm = torch::nn::utils::clip_grad_norm_(params_, o_.max_grad_norm);
     const double lr = o_.learning_rate * lr_factor(o_.lr_scheduler_type, state_.step, warmup_, total_steps_, o_.min_lr_rate);
@@ -273,7 +305,6 @@ TrainResult Trainer::run() {
     log_step(loss, lr, grad_norm, examples);
 
     const bool last = state_.step == total_steps_;
-    const bool interrupted = stop_requested().load();
     const bool do_eval = !interrupted && (last || (o_.eval_steps > 0 && state_.step % o_.eval_steps == 0));
     bool do_save = last || interrupted || (o_.save_steps > 0 && state_.step % o_.save_steps == 0);
     bool stop_early = false;
@@ -302,6 +333,7 @@ TrainResult Trainer::run() {
       break;
     }
   }
+  if (args_.collective) check_replicas_agree();
   if (log_) log_->flush();
   result_.global_step = state_.step;
   result_.best_checkpoint = state_.best_checkpoint;
@@ -314,6 +346,35 @@ TrainResult Trainer::run() {
                                                      state_.best_checkpoint)));
   }
   return result_;
+}
+
+bool Trainer::reduce_step(LossValues* loss, int64_t* examples, bool stop) {
+  if (!args_.collective) return stop;
+  std::vector<double> v{loss->total, static_cast<double>(*examples), stop ? 1.0 : 0.0};
+  for (const auto& kv : loss->parts) v.push_back(kv.second);
+  args_.collective->sum(v);
+  const double n = world();
+  loss->total = v[0] / n;
+  *examples = static_cast<int64_t>(v[1]);
+  size_t i = 3;
+  for (auto& kv : loss->parts) kv.second = v[i++] / n;
+  return v[2] > 0;
+}
+
+void Trainer::check_replicas_agree() {
+  torch::NoGradGuard no_grad;
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a of every parameter's bytes
+  for (const auto& p : params_) {
+    const std::string bytes = tensor_bytes(p);
+    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
+  }
+  const std::string mine(reinterpret_cast<const char*>(&h), sizeof h);
+  const auto all = args_.collective->gather(mine);
+  for (size_t r = 0; r < all.size(); ++r)
+    if (all[r] != all[0])
+      throw Error(cat("data parallel: the weights of rank ", r, " differ from rank 0's after step ", state_.step,
+                      "; the processes did not train the same model (different zoo builds or devices?)"));
+  if (log_) log_->message(cat("data parallel: the weights are identical on all ", all.size(), " processes"));
 }
 
 TrainResult train(Task& task, const TrainerArgs& args) {

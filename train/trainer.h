@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include "train/collective.h"
 #include "train/config.h"
 #include "train/optimizers.h"
 #include "train/precision.h"
@@ -47,6 +48,9 @@ struct TrainerArgs {
   torch::Device device{torch::kCPU};
   std::string resume_from;  // checkpoint dir, or ""
   TrainerHooks hooks = {};
+  /// The other processes of a data-parallel run (train/distributed.h), or null: each process
+  /// trains on its shard of every global batch, gradients are averaged, rank 0 writes.
+  Collective* collective = nullptr;
 };
 
 struct TrainResult {
@@ -91,7 +95,16 @@ class Trainer {
   // Evaluates on "valid" (with the weight average); returns whether the metric improved.
   bool evaluate(Metrics* metrics);
   void save(const Metrics* eval_metrics);
-  bool writer() const { return !args_.hooks.is_writer || args_.hooks.is_writer(); }
+  bool writer() const {
+    return rank() == 0 && (!args_.hooks.is_writer || args_.hooks.is_writer());
+  }
+  int rank() const { return args_.collective ? args_.collective->rank() : 0; }
+  int world() const { return args_.collective ? args_.collective->world_size() : 1; }
+  // Data parallel: the step's loss and example count summed over the processes, and whether
+  // any of them was asked to stop (all stop at the same step).
+  bool reduce_step(LossValues* loss, int64_t* examples, bool stop);
+  // Data parallel: checks that every process ends with the same weights.
+  void check_replicas_agree();
   double epoch_progress() const;
 
   Task& task_;

@@ -105,6 +105,9 @@ void LanguageModelingTask::open_stream(const std::string& output_dir) {
   if (!data_.files.empty()) {
     const auto files = resolved_files(data_.files);
     const json sidecar = data::current_stream_sidecar(path, files, meta);
+    if (sidecar.is_null() && !context().primary)
+      throw Error(cat(path, ": rank 0 of this data-parallel run did not leave a current token stream here; the "
+                      "processes need a shared output directory (or give every machine data.stream)"));
     if (sidecar.is_null()) {
       std::cerr << "zoo: tokenising " << files.size() << " file(s) into " << path << std::endl;
       const auto& tok = *tokenizer_;

@@ -229,7 +229,7 @@ void TranslationTask::encode_training_pairs() {
 void TranslationTask::prepare_training(const std::string& output_dir) {
   load_split();
   if (train_src_.empty()) encode_training_pairs();
-  if (!output_dir.empty()) data::write_split(split_, output_dir);
+  if (!output_dir.empty() && context().primary) data::write_split(split_, output_dir);
 }
 
 std::vector<data::SentencePair> TranslationTask::eval_pairs(const std::string& split) {
