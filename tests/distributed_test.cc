@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <regex>
 
 #include <gtest/gtest.h>
 
@@ -43,6 +44,12 @@ TEST(LaunchEnv, ReadsTorchrunSlurmAndMpirunVariables) {
   EXPECT_EQ(t->local_rank, 1);
   EXPECT_EQ(t->master_addr, "10.0.0.7");
   EXPECT_EQ(t->master_port, 1234);
+  EXPECT_FALSE(t->agent_store);
+  auto agent = detect_launch(env_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                                     {"TORCHELASTIC_RESTART_COUNT", "2"}}));
+  ASSERT_TRUE(agent.has_value());
+  EXPECT_TRUE(agent->agent_store);  // torchrun's agent serves the store: rank 0 connects as a client
+  EXPECT_EQ(agent->restart, 2);
 
   auto s = detect_launch(env_of({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
                                  {"SLURM_JOB_NODELIST", "gpu[07-10,12],cpu1"}}));
@@ -147,11 +154,19 @@ TEST(DataParallel, TwoProcessesTrainAsOneWithTheSameGlobalBatch) {
     auto one = test::run("OMP_NUM_THREADS=1 " + std::string(ZOO_BINARY) + " train --device cpu --config " +
                          config(dir, 2 * per_rank, accumulation, 6) + " --output-dir " + dir / ("one" + tag));
     ASSERT_EQ(one.exit_code, 0) << one.output;
+    // Small buckets: several all-reduces per step, started from the gradient hooks.
     auto two = test::run(launch(2, 0, "train --device cpu --config " + config(dir, per_rank, accumulation, 6) +
-                                          " --output-dir " + dir / ("two" + tag)));
+                                          " --set train.ddp_bucket_cap_mb=0.002 --output-dir " + dir / ("two" + tag)));
     ASSERT_EQ(two.exit_code, 0) << two.output;
     EXPECT_NE(two.output.find("x2 processes (gloo)"), std::string::npos) << two.output;
     EXPECT_NE(two.output.find("identical on all 2 processes"), std::string::npos) << two.output;
+    // Every bucket of every step but the last of each is launched during backward.
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(two.output, m, std::regex(R"((\d+) gradient bucket\(s\).* (\d+) of (\d+) bucket)")))
+        << two.output;
+    EXPECT_GT(std::stoi(m[1]), 3);
+    EXPECT_EQ(std::stoi(m[3]), 6 * std::stoi(m[1]));
+    EXPECT_GE(std::stoi(m[2]), 6 * (std::stoi(m[1]) - 1));
     const auto a = losses(dir / ("one" + tag + "/metrics.jsonl")), b = losses(dir / ("two" + tag + "/metrics.jsonl"));
     ASSERT_EQ(a.size(), 6u);
     ASSERT_EQ(b.size(), 6u);

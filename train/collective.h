@@ -28,6 +28,9 @@ class Collective {
   virtual void average_gradients() = 0;
   /// Element-wise sum of `values` over the processes.
   virtual void sum(std::vector<double>& values) = 0;
+  /// One line for the log: e.g. how many gradient buckets there are and how many of their
+  /// all-reduces started during backward.
+  virtual std::string summary() const = 0;
   /// Every process's `bytes` in rank order (all of the same length).
   virtual std::vector<std::string> gather(const std::string& bytes) = 0;
 };

@@ -14,6 +14,7 @@
 #include "core/options.h"
 
 #if ZOO_WITH_GLOO
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
@@ -92,6 +93,7 @@ struct Buckets {
   std::vector<Bucket> buckets;
   size_t next_launch = 0;
   bool armed = false;
+  int64_t launches = 0, launches_in_backward = 0;  // for summary()
   std::mutex mu;
 };
 
@@ -138,7 +140,7 @@ class GroupCollective final : public Collective {
       const auto& g = b.params[i].grad();
       auto view = slot(b, i);
       g.defined() ? view.copy_(g) : view.zero_();
-      mark_ready(b, i);
+      mark_ready(b, i, false);
     }
     const double scale = 1.0 / env_.world_size;
     for (auto& bucket : b.buckets) {
@@ -164,6 +166,14 @@ class GroupCollective final : public Collective {
     run("sum of the logged values", [&] { return group_->allreduce(ts); });
     auto back = t.to(torch::kCPU);
     for (size_t i = 0; i < values.size(); ++i) values[i] = back[static_cast<int64_t>(i)].item<double>();
+  }
+
+  std::string summary() const override {
+    const Buckets& b = *buckets_;
+    int64_t bytes = 0;
+    for (const auto& bucket : b.buckets) bytes += bucket.buffer.numel() * bucket.buffer.element_size();
+    return cat(b.buckets.size(), " gradient bucket(s), ", bytes / 1024, " KiB in all; ", b.launches_in_backward,
+               " of ", b.launches, " bucket all-reduces started during backward");
   }
 
   std::vector<std::string> gather(const std::string& bytes) override {
@@ -236,10 +246,10 @@ class GroupCollective final : public Collective {
     auto view = slot(b, i);
     if (g.defined()) torch::add_out(view, g, incoming);
     else view.copy_(incoming);
-    mark_ready(b, i);
+    mark_ready(b, i, true);
   }
 
-  void mark_ready(Buckets& b, size_t i) {
+  void mark_ready(Buckets& b, size_t i, bool in_backward) {
     b.filled[i] = 1;
     ++b.buckets[b.bucket_of[i]].ready;
     while (b.next_launch < b.buckets.size() &&
@@ -251,6 +261,8 @@ class GroupCollective final : public Collective {
         fail("all-reduce of the gradients", e);
       }
       ++b.next_launch;
+      ++b.launches;
+      b.launches_in_backward += in_backward;
     }
   }
 
@@ -304,11 +316,12 @@ std::unique_ptr<Collective> connect_processes(const LaunchEnv& env, const torch:
   try {
     c10d::TCPStoreOptions so;
     so.port = static_cast<std::uint16_t>(env.master_port);
-    so.isServer = env.rank == 0;
+    so.isServer = env.rank == 0 && !env.agent_store;
     so.numWorkers = static_cast<std::size_t>(env.world_size);
     so.waitWorkers = true;
     so.timeout = timeout;
-    store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+    store = c10::make_intrusive<c10d::PrefixStore>(
+        cat("zoo/", env.restart, "/"), c10::make_intrusive<c10d::TCPStore>(env.master_addr, so));
   } catch (const std::exception& e) {
     throw Error(cat("rank ", env.rank, " of ", env.world_size, ": no rendezvous at MASTER_ADDR:MASTER_PORT=",
                     env.master_addr, ":", env.master_port, " within train.ddp_timeout=", o.timeout_s, " s (",

@@ -59,6 +59,8 @@ std::optional<LaunchEnv> detect_launch(const GetEnv& getenv_fn) {
     e.world_size = parse_int(env, "WORLD_SIZE", 1, kMaxWorld);
     e.rank = parse_int(env, "RANK", 0, e.world_size - 1);
     e.local_rank = has(env, "LOCAL_RANK") ? parse_int(env, "LOCAL_RANK", 0, e.world_size - 1) : e.rank;
+    e.agent_store = value_or(env, "TORCHELASTIC_USE_AGENT_STORE", "") == "True";
+    if (has(env, "TORCHELASTIC_RESTART_COUNT")) e.restart = parse_int(env, "TORCHELASTIC_RESTART_COUNT", 0, 1 << 30);
   } else if (has(env, "SLURM_PROCID") && has(env, "SLURM_NTASKS")) {
     e.launcher = "slurm";
     e.world_size = parse_int(env, "SLURM_NTASKS", 1, kMaxWorld);

@@ -17,6 +17,12 @@ struct LaunchEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string launcher;  // "torchrun", "slurm" or "mpirun": where the numbers came from
+  /// torchrun's agent already serves the store at MASTER_ADDR:MASTER_PORT
+  /// (TORCHELASTIC_USE_AGENT_STORE=True): every process connects as a client.
+  bool agent_store = false;
+  /// torchrun's restart count (TORCHELASTIC_RESTART_COUNT): keys of a restart must not
+  /// meet the keys of the attempt before it in the agent's store.
+  int restart = 0;
 };
 
 /// Reads the environment through `getenv` (std::getenv by default). Returns nothing for a

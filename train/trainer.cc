@@ -374,7 +374,9 @@ void Trainer::check_replicas_agree() {
     if (all[r] != all[0])
       throw Error(cat("data parallel: the weights of rank ", r, " differ from rank 0's after step ", state_.step,
                       "; the processes did not train the same model (different zoo builds or devices?)"));
-  if (log_) log_->message(cat("data parallel: the weights are identical on all ", all.size(), " processes"));
+  if (log_)
+    log_->message(cat("data parallel: the weights are identical on all ", all.size(), " processes; ",
+                      args_.collective->summary()));
 }
 
 TrainResult train(Task& task, const TrainerArgs& args) {
