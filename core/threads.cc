@@ -57,12 +57,42 @@ void configure_cpu_threads(int threads) {
   }
 }
 
-void use_passive_openmp(char** argv) {
+std::string openblas_core() {
+  using Fn = char* (*)();
+  static const auto fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return fn ? std::string(fn()) : std::string();
+}
+
+std::string openblas_core_override() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (std::getenv("OPENBLAS_CORETYPE")) return "";
+  std::string core = openblas_core();
+  if (core.empty()) return "";
+  for (auto& c : core) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // Cores with AVX2+FMA kernels: anything else on such a CPU is a failed detection.
+  for (const char* good : {"haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"})
+    if (core == good) return "";
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return "SKYLAKEX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "HASWELL";
+#endif
+  return "";
+}
+
+void use_startup_environment(char** argv) {
 #if defined(__linux__)
-  if (std::getenv("OMP_WAIT_POLICY") || argv == nullptr || argv[0] == nullptr) return;
-  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+  if (argv == nullptr || argv[0] == nullptr) return;
+  bool changed = false;
+  if (!std::getenv("OMP_WAIT_POLICY")) changed |= setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0;
+  const std::string core = openblas_core_override();
+  if (!core.empty()) changed |= setenv("OPENBLAS_CORETYPE", core.c_str(), 1) == 0;
+  if (!changed) return;
   execv("/proc/self/exe", argv);
-  unsetenv("OMP_WAIT_POLICY");  // exec failed (no /proc?): carry on as we are
+  // exec failed (no /proc?): carry on as we are, with the variables as they were.
+  unsetenv("OMP_WAIT_POLICY");
+  if (!core.empty()) unsetenv("OPENBLAS_CORETYPE");
 #else
   (void)argv;
 #endif

@@ -4,6 +4,8 @@
 // of LibTorch's threads its own matrix products. Why each setting pays is measured in
 // docs/results.md (Benchmarks).
 
+#include <string>
+
 namespace zoo {
 
 /// OpenBLAS's thread-count functions when LibTorch's BLAS is OpenBLAS (null otherwise),
@@ -31,19 +33,32 @@ class ScopedSingleThreadedBlas {
 
 /// Sets LibTorch's intra-op threads (0: one per core, unless OMP_NUM_THREADS is set) and,
 /// when LibTorch runs BLAS through OpenBLAS's own thread pool, gives OpenBLAS as many threads
-/// when OMP_WAIT_POLICY is passive (see use_passive_openmp) and makes it single-threaded
+/// when OMP_WAIT_POLICY is passive (see use_startup_environment) and makes it single-threaded
 /// otherwise (unless OPENBLAS_NUM_THREADS is set), so the two pools do not fight over the
 /// cores. On glibc it also keeps freed tensor buffers in the heap (mallopt: no mmap below
 /// 32 MiB, no trimming) instead of returning them to the OS and page-faulting them back
 /// every step.
 void configure_cpu_threads(int threads = 0);
 
-/// Call first thing in main(). OpenMP threads (LibTorch's intra-op pool) busy-wait after each
-/// parallel region by default, taking the cores from OpenBLAS's own pool, so BLAS has to run
-/// single-threaded. With OMP_WAIT_POLICY=PASSIVE they sleep instead and both pools can use
-/// every core. OpenMP reads the variable when it loads, before main(), so when it is unset
-/// this sets it and re-executes the program (Linux, /proc/self/exe) with the same arguments;
-/// a user's own OMP_WAIT_POLICY is left alone. Returns only if no re-execution happened.
-void use_passive_openmp(char** argv);
+/// Call first thing in main(). Both settings below are read by libraries as they load, before
+/// main(), so when one is missing this sets it and re-executes the program once (Linux,
+/// /proc/self/exe) with the same arguments; a user's own values are left alone. Returns only
+/// if no re-execution happened.
+/// - OMP_WAIT_POLICY=PASSIVE: OpenMP threads (LibTorch's intra-op pool) busy-wait after each
+///   parallel region by default, taking the cores from OpenBLAS's own pool, so BLAS has to run
+///   single-threaded; passive, they sleep and both pools can use every core.
+/// - OPENBLAS_CORETYPE (see openblas_core_override): when OpenBLAS's CPU detection fails on a
+///   CPU newer than it knows, it falls back to decades-old kernels.
+void use_startup_environment(char** argv);
+
+/// The OpenBLAS core to force when the loaded OpenBLAS detected a core weaker than this CPU
+/// supports: "SKYLAKEX" on an AVX-512 (F/BW/DQ/VL) CPU, "HASWELL" on an AVX2+FMA CPU, when
+/// OpenBLAS names a core without those (e.g. "Prescott" on a Sapphire Rapids VM: 70 instead
+/// of 317 GFLOP/s for a 1024^3 product on 2 cores). Empty when nothing needs forcing, when
+/// OPENBLAS_CORETYPE is set or when LibTorch's BLAS is not OpenBLAS.
+std::string openblas_core_override();
+
+/// The core OpenBLAS is running ("SkylakeX", ...), or "" without OpenBLAS.
+std::string openblas_core();
 
 }  // namespace zoo

@@ -9,7 +9,7 @@
 #include "core/error.h"
 
 int main(int argc, char** argv) {
-  zoo::use_passive_openmp(argv);  // may re-execute with OMP_WAIT_POLICY=PASSIVE
+  zoo::use_startup_environment(argv);  // may re-execute (OMP_WAIT_POLICY, OPENBLAS_CORETYPE)
   // LibTorch may start with one intra-op thread; use every core (OMP_NUM_THREADS overrides).
   zoo::configure_cpu_threads();
   CLI::App app{"zoo: a LibTorch model zoo and trainer (ViT, seq2seq, Transformer, BERT, GPT)"};

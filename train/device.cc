@@ -13,6 +13,8 @@
 
 #include "core/threads.h"
 #include "core/error.h"
+#include "core/options.h"
+#include "train/distributed.h"
 
 #if ZOO_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -118,6 +120,16 @@ std::string describe_devices() {
   os << "cpu threading: OpenMP wait policy " << (policy ? policy : "unset (active)");
   if (auto get = openblas_threads().get) os << ", OpenBLAS " << get() << " threads";
   os << "\n";
+  const std::string core = openblas_core();
+  if (!core.empty()) {
+    const char* forced = std::getenv("OPENBLAS_CORETYPE");
+    os << "cpu BLAS: OpenBLAS core " << core
+       << (forced ? cat(" (OPENBLAS_CORETYPE=", forced, "; zoo sets it when OpenBLAS detects a core older than the CPU)")
+                  : std::string())
+       << "\n";
+  }
+  os << "distributed (c10d): " << (distributed_backends().empty() ? std::string("none") : join(distributed_backends()))
+     << "\n";
   const std::string bf16 = cpu_bf16_support();
   os << "cpu bf16 (train.precision=bf16): " << (bf16.empty() ? "no (needs AVX512-BF16 or AMX and oneDNN)" : bf16) << "\n";
   os << "built with CUDA: " << (at::hasCUDA() ? "yes" : "no") << "\n";

@@ -21,6 +21,13 @@ PY=/usr/bin/python3
 [ -x "$BUILD/$BIN" ] || { echo "$NAME: $BUILD/$BIN not built (run tools/setup.sh)" >&2; exit 1; }
 "$PY" -c "import torch" 2>/dev/null || { echo "$NAME: $PY has no torch (apt-get install python3-torch)" >&2; exit 1; }
 
+# Both sides on the same BLAS kernels: where zoo forces OpenBLAS's core (its detection failed
+# on this CPU, see `zoo devices`), Python gets the same OPENBLAS_CORETYPE.
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && [ -x "$BUILD/zoo" ]; then
+  core=$("$BUILD/zoo" devices | sed -n 's/.*OPENBLAS_CORETYPE=\([A-Za-z0-9]*\).*/\1/p')
+  [ -n "$core" ] && export OPENBLAS_CORETYPE=$core && echo "$NAME: OPENBLAS_CORETYPE=$core on both sides (zoo devices)"
+fi
+
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
 num() { awk -v x="$1" 'BEGIN {printf "%.1f", x}'; }  # for display; medians use the raw values

@@ -109,7 +109,7 @@ int generate_mode(zoo::models::GPT2Options o, int64_t prompt_len, int64_t new_to
 }  // namespace
 
 int main(int argc, char** argv) {
-  zoo::use_passive_openmp(argv);
+  zoo::use_startup_environment(argv);  // may re-execute (OMP_WAIT_POLICY, OPENBLAS_CORETYPE)
   zoo::models::GPT2Options o;
   o.vocab_size = 65, o.n_positions = 64, o.n_embd = 128, o.n_layer = 4, o.n_head = 4;
   o.resid_pdrop = o.embd_pdrop = o.attn_pdrop = 0;

@@ -50,7 +50,7 @@ torch::Tensor synthetic(int64_t batch, int64_t len, int64_t vocab, bool framed) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  zoo::use_passive_openmp(argv);  // may re-execute with OMP_WAIT_POLICY=PASSIVE
+  zoo::use_startup_environment(argv);  // may re-execute (OMP_WAIT_POLICY, OPENBLAS_CORETYPE)
   zoo::models::Seq2SeqOptions o;
   o.source_vocab_size = 2779, o.target_vocab_size = 6800;  // cmn.txt: characters / words
   o.embedding_dim = 256, o.units = 1024, o.mask_source_padding = false;

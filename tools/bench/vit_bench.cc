@@ -20,7 +20,7 @@
 #include "train/trainer.h"
 
 int main(int argc, char** argv) {
-  zoo::use_passive_openmp(argv);  // may re-execute with OMP_WAIT_POLICY=PASSIVE
+  zoo::use_startup_environment(argv);  // may re-execute (OMP_WAIT_POLICY, OPENBLAS_CORETYPE)
   zoo::models::ViTOptions o;
   int64_t batch = 128, steps = 30, warmup = 5, threads = 2, shards = 0;
   std::string precision = "fp32";
