@@ -1,15 +1,13 @@
 #pragma once
 // A SentencePiece model (Kudo & Richardson 2018) as a Tokenizer: trained by `zoo tokenizer
-// train --model-type bpe|unigram|word` and saved as tokenizer.model.
+// train --model-type bpe|unigram|word` and saved as tokenizer.model. The library runs in a
+// helper process, zoo-spm (data/spm_bridge/protocol.h says why and how).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "data/tokenizer.h"
 
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
 
 namespace zoo::data {
 
@@ -28,14 +26,16 @@ class SentencePieceTokenizer : public Tokenizer {
   std::string kind() const override { return "sentencepiece"; }
   std::vector<int64_t> encode(std::string_view text) const override;
   std::string decode(const std::vector<int64_t>& ids) const override;
-  int64_t vocab_size() const override;
-  int64_t eos_id() const override;
+  int64_t vocab_size() const override { return vocab_size_; }
+  int64_t eos_id() const override { return eos_id_; }
   void save(const std::string& dir) const override;
   std::string fingerprint() const override { return fnv1a_hex("sentencepiece\n" + proto_); }
 
  private:
+  class Helper;
   std::string proto_;
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  std::shared_ptr<Helper> helper_;  // shared by copies; requests are serialised
+  int64_t vocab_size_ = 0, eos_id_ = 0;
 };
 
 }  // namespace zoo::data

@@ -1,6 +1,7 @@
 // The tokenizers (data/tokenizer.h): nanoGPT's character level, GPT-2's byte-level BPE on
 // fixtures written here (pre-tokenisation pattern, merge ranks, bytes outside the merges,
-// <|endoftext|>), saving and loading with fingerprints, `zoo tokenizer`, and bad input.
+// <|endoftext|>), SentencePiece (its helper process against the library's own Python binding),
+// saving and loading with fingerprints, `zoo tokenizer`, and bad input.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -10,6 +11,8 @@
 #include "core/error.h"
 #include "data/char_tokenizer.h"
 #include "data/gpt2_bpe.h"
+#include "data/sentencepiece_tokenizer.h"
+#include "data/tokenizer.h"
 #include "data/text.h"
 #include "test_util.h"
 
@@ -145,6 +148,99 @@ TEST(TokenizerCli, TrainsEncodesAndDecodes) {
   auto e = test::run_zoo("tokenizer encode --tokenizer " + (dir / "tok") + " 'sat'");
   ASSERT_EQ(e.exit_code, 0) << e.output;
   EXPECT_EQ(e.output, "6 2 7\n");  // \n, space, a, c, e, h, s, t
+}
+
+// Sentences of words drawn from a fixed list by a fixed generator: enough distinct pieces
+// for vocabularies of a few hundred.
+std::string spm_corpus() {
+  const std::vector<std::string> words = {
+      "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "colourless", "green", "ideas", "sleep",
+      "furiously", "Tom", "est\u00e1", "en", "la", "caf\u00e9", "\u6211", "\u559c\u6b22", "\u5403", "\u82f9\u679c",
+      "river", "mountain", "yesterday", "tomorrow", "beautiful", "language", "model", "transformer", "attention",
+      "window", "keyboard", "elephant", "umbrella", "whisper", "thunder", "silver", "golden", "journey", "kingdom"};
+  std::string text;
+  uint64_t x = 12345;
+  for (int line = 0; line < 600; ++line) {
+    for (int w = 0; w < 9; ++w) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      text += (w ? " " : "") + words[(x >> 33) % words.size()];
+    }
+    text += line % 3 ? ".\n" : "!\n";
+  }
+  return text;
+}
+
+// Trained through the helper process (Debian's LibTorch and libsentencepiece cannot share one
+// process, see data/spm_bridge/protocol.h), a model encodes as the library's Python binding.
+TEST(SentencePiece, TrainsAndEncodesAsTheLibrarysOwnBinding) {
+  test::TempDir dir;
+  test::write_file(dir / "corpus.txt", spm_corpus());
+  const std::string probe = "The lazy fox est\u00e1 en la caf\u00e9.\n\u6211\u559c\u6b22 green dogs\nunseen \u00fc\u00df \u2603 text";
+  test::write_file(dir / "probe.txt", probe);
+  for (const std::string type : {"bpe", "unigram", "word"}) {
+    SCOPED_TRACE(type);
+    auto tok = SentencePieceTokenizer::train({dir / "corpus.txt"}, type, 70);
+    ASSERT_EQ(tok->vocab_size(), 70);
+    tok->save(dir.path().string());
+    auto ref = test::run_python("spm_ref.py", (dir / "tokenizer.model") + " " + (dir / "probe.txt"));
+    ASSERT_EQ(ref.exit_code, 0) << ref.output;
+    std::istringstream lines(ref.output);
+    size_t start = 0;
+    for (std::string line; std::getline(lines, line);) {
+      const size_t end = probe.find('\n', start);
+      const std::string text = probe.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      start = end == std::string::npos ? probe.size() : end + 1;
+      const auto j = nlohmann::json::parse(line);
+      const auto ids = tok->encode(text);
+      EXPECT_EQ(ids, j.at("ids").get<std::vector<int64_t>>()) << text;
+      EXPECT_EQ(tok->decode(ids), j.at("text").get<std::string>()) << text;
+    }
+    auto loaded = load_tokenizer(dir.path().string());  // as a checkpoint's tokenizer
+    EXPECT_EQ(loaded->kind(), "sentencepiece");
+    EXPECT_EQ(loaded->fingerprint(), tok->fingerprint());
+    EXPECT_EQ(loaded->encode("green ideas"), tok->encode("green ideas"));
+  }
+}
+
+TEST(SentencePiece, BadModelsAndVocabularySizesAreErrors) {
+  test::TempDir dir;
+  test::write_file(dir / "corpus.txt", spm_corpus());
+  try {
+    SentencePieceTokenizer::train({dir / "corpus.txt"}, "bpe", 100000);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vocab_size 100000) failed"), std::string::npos) << e.what();
+  }
+  test::write_file(dir / "tokenizer.model", "not a model");
+  try {
+    SentencePieceTokenizer::load(dir / "tokenizer.model");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.model: not a SentencePiece model"), std::string::npos) << e.what();
+  }
+  auto tok = SentencePieceTokenizer::train({dir / "corpus.txt"}, "bpe", 120);
+  EXPECT_THROW(tok->decode({120}), Error);
+  EXPECT_THROW(tok->encode("bad \xff byte"), Error);
+}
+
+// A language model on a SentencePiece vocabulary, through the CLI: train, generate.
+TEST(SentencePiece, ALanguageModelTrainsAndGeneratesOnIt) {
+  test::TempDir dir;
+  test::write_file(dir / "corpus.txt", spm_corpus());
+  auto t = test::run_zoo("tokenizer train --input " + (dir / "corpus.txt") + " --model-type unigram --vocab-size 60 --out " +
+                         (dir / "tok"));
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  nlohmann::json config = {
+      {"task", "language_modeling"},
+      {"model", {{"preset", "gpt-nano-char"}, {"n_positions", 16}, {"n_layer", 1}, {"n_embd", 16}}},
+      {"data", {{"files", {dir / "corpus.txt"}}, {"tokenizer", dir / "tok"}, {"max_eval_windows", 10}}},
+      {"train", {{"max_steps", 5}, {"per_device_train_batch_size", 4}, {"report_to_tensorboard", false}}}};
+  test::write_file(dir / "c.json", config.dump());
+  auto r = test::run_zoo("train --config " + (dir / "c.json") + " --output-dir " + (dir / "out"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto g = test::run_zoo("generate --checkpoint " + (dir / "out/checkpoint-5") + " --prompt 'The quick' --max-new-tokens 5 --greedy");
+  ASSERT_EQ(g.exit_code, 0) << g.output;
+  EXPECT_EQ(g.output.rfind("The quick", 0), 0u) << g.output;
 }
 
 }  // namespace

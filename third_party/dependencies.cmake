@@ -86,12 +86,14 @@ endif()
 if(NOT SENTENCEPIECE_FOUND)
   find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
   find_library(SENTENCEPIECE_LIBRARY sentencepiece)
-  if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY)
+  find_library(SENTENCEPIECE_TRAIN_LIBRARY sentencepiece_train)
+  if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY OR NOT SENTENCEPIECE_TRAIN_LIBRARY)
     zoo_missing("SentencePiece" "libsentencepiece-dev" "Or install SentencePiece and add its prefix to CMAKE_PREFIX_PATH.")
   endif()
   add_library(PkgConfig::SENTENCEPIECE UNKNOWN IMPORTED)
   set_target_properties(PkgConfig::SENTENCEPIECE PROPERTIES
     IMPORTED_LOCATION ${SENTENCEPIECE_LIBRARY}
+    INTERFACE_LINK_LIBRARIES ${SENTENCEPIECE_TRAIN_LIBRARY}
     INTERFACE_INCLUDE_DIRECTORIES ${SENTENCEPIECE_INCLUDE_DIR})
 endif()
 
@@ -146,22 +148,10 @@ message(STATUS "zoo: c10d Gloo: ${ZOO_WITH_GLOO}, NCCL: ${ZOO_WITH_NCCL}")
 # -Wall -Wextra report our code only.
 add_library(zoo_deps INTERFACE)
 add_library(zoo::deps ALIAS zoo_deps)
-# Debian's libsentencepiece carries its own protobuf-lite symbols; when LibTorch links the
-# system libprotobuf (Debian's libtorch does), load libprotobuf first so that its static
-# initialisers bind to libprotobuf itself, not to sentencepiece's copies (else: segfault
-# before main). Wheels/zips of LibTorch link protobuf statically and skip this.
-if(TARGET protobuf::libprotobuf AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
-  get_target_property(_zoo_pb protobuf::libprotobuf IMPORTED_LOCATION)
-  if(NOT _zoo_pb)
-    get_target_property(_zoo_pb protobuf::libprotobuf IMPORTED_LOCATION_RELEASE)
-  endif()
-  if(_zoo_pb)
-    target_link_libraries(zoo_deps INTERFACE "-Wl,--no-as-needed,${_zoo_pb},--as-needed")
-  endif()
-endif()
 target_link_libraries(zoo_deps INTERFACE ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json
-  PkgConfig::SENTENCEPIECE ZLIB::ZLIB ICU::uc ICU::i18n Threads::Threads)
+  ZLIB::ZLIB ICU::uc ICU::i18n Threads::Threads)
 target_include_directories(zoo_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS} ${STB_INCLUDE_DIR})
+target_link_libraries(zoo_deps INTERFACE ${CMAKE_DL_LIBS})
 target_compile_definitions(zoo_deps INTERFACE ZOO_WITH_CUDA=${ZOO_WITH_CUDA})
 if(ZOO_GLOO_LIBRARY)
   target_link_libraries(zoo_deps INTERFACE ${ZOO_GLOO_LIBRARY})

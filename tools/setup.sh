@@ -25,7 +25,7 @@ PACKAGES=(
   libsentencepiece-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgloo-dev
   libicu-dev zlib1g-dev libstb-dev
   dataset-fashion-mnist     # Fashion-MNIST IDX files in /usr/share/datasets/fashion-mnist
-  python3-torch python3-numpy python3-nltk   # reference scripts used by the tests
+  python3-torch python3-numpy python3-nltk python3-sentencepiece   # reference scripts used by the tests
 )
 
 if [ "$INSTALL" = 1 ]; then
