@@ -140,6 +140,17 @@ std::vector<double> losses(const std::string& metrics_jsonl) {
   return out;
 }
 
+// The last evaluation's metrics in a metrics.jsonl.
+json last_eval(const std::string& metrics_jsonl) {
+  json found;
+  std::istringstream in(test::read_file(metrics_jsonl));
+  for (std::string line; std::getline(in, line);) {
+    const json j = json::parse(line);
+    if (j.value("type", "") == "eval") found = j;
+  }
+  return found;
+}
+
 std::string launch(int nproc, int port_offset, const std::string& args) {
   return "OMP_NUM_THREADS=1 " + std::string(ZOO_TESTS_DIR) + "/../tools/launch.sh --nproc " + std::to_string(nproc) +
          " --master-port " + std::to_string(port(port_offset)) + " -- " + ZOO_BINARY + " " + args;
@@ -172,6 +183,12 @@ TEST(DataParallel, TwoProcessesTrainAsOneWithTheSameGlobalBatch) {
     ASSERT_EQ(b.size(), 6u);
     for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << "step " << i + 1;
     EXPECT_GT(a.front() - a.back(), 0.05);  // it trained
+    // Evaluation: each process its half of the windows, the sums added up.
+    const json ea = last_eval(dir / ("one" + tag + "/metrics.jsonl")), eb = last_eval(dir / ("two" + tag + "/metrics.jsonl"));
+    ASSERT_FALSE(ea.is_null());
+    ASSERT_FALSE(eb.is_null());
+    EXPECT_EQ(ea.at("tokens"), eb.at("tokens"));
+    EXPECT_NEAR(ea.at("loss").get<double>(), eb.at("loss").get<double>(), 1e-5);
   }
 }
 

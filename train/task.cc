@@ -14,7 +14,11 @@ std::vector<std::vector<int64_t>> Task::epoch_plan(uint64_t seed, int64_t epoch,
   return plan;
 }
 
-Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device) {
+namespace {
+
+// Runs f with the task's model in eval mode and gradients off; the mode is restored after.
+template <class F>
+auto in_eval_mode(Task& task, F f) {
   auto model = task.model();
   const bool was_training = model->is_training();
   model->eval();
@@ -24,7 +28,18 @@ Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const
     ~Restore() { m.train(training); }
   } restore{*model, was_training};
   torch::NoGradGuard no_grad;
-  return task.evaluate(split, batch_size, device);
+  return f();
+}
+
+}  // namespace
+
+Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device) {
+  return in_eval_mode(task, [&] { return task.evaluate(split, batch_size, device); });
+}
+
+std::optional<Metrics> evaluation_sums(Task& task, const std::string& split, int64_t batch_size,
+                                       const torch::Device& device, int64_t shard, int64_t shards) {
+  return in_eval_mode(task, [&] { return task.evaluation_sums(split, batch_size, device, shard, shards); });
 }
 
 }  // namespace zoo

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,17 @@ class Task {
   /// including "loss". Callers go through zoo::evaluate(), which puts the model in eval mode
   /// with gradients off (and back into the mode it was in afterwards).
   virtual Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) = 0;
+  /// Data-parallel evaluation: the sums behind evaluate()'s metrics over this process's
+  /// part (`shard` of `shards`) of the split, which the trainer adds up over the processes and
+  /// hands to metrics_from_sums(). Null when the task's metrics are not sums (e.g. corpus
+  /// BLEU): then every process evaluates the whole split.
+  virtual std::optional<Metrics> evaluation_sums(const std::string& /*split*/, int64_t /*batch_size*/,
+                                                 const torch::Device& /*device*/, int64_t /*shard*/,
+                                                 int64_t /*shards*/) {
+    return std::nullopt;
+  }
+  /// The metrics of sums added up over the shards of a split (see evaluation_sums).
+  virtual Metrics metrics_from_sums(const Metrics& sums) const { return sums; }
   /// The split `zoo eval` evaluates when none is given.
   virtual std::string default_eval_split() const { return "test"; }
   /// The metric used to keep the best checkpoint when the config does not name one.
@@ -128,5 +140,9 @@ class Task {
 /// task.evaluate(...) with the model in eval mode and gradients off; the model's mode is
 /// restored afterwards.
 Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device);
+
+/// task.evaluation_sums(...) under the same conditions as evaluate().
+std::optional<Metrics> evaluation_sums(Task& task, const std::string& split, int64_t batch_size,
+                                       const torch::Device& device, int64_t shard, int64_t shards);
 
 }  // namespace zoo

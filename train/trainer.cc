@@ -194,7 +194,7 @@ void Trainer::save(const Metrics* eval_metrics) {
 bool Trainer::evaluate(Metrics* metrics) {
   {
     AveragedWeights averaged(average_ ? &*average_ : nullptr);
-    *metrics = zoo::evaluate(task_, "valid", o_.per_device_eval_batch_size, args_.device);
+    *metrics = evaluate_split("valid");
   }
   if (log_) log_->log_eval(state_.step, "valid", json(*metrics));
   result_.final_metrics = *metrics;
@@ -346,6 +346,24 @@ TrainResult Trainer::run() {
                                                      state_.best_checkpoint)));
   }
   return result_;
+}
+
+Metrics Trainer::evaluate_split(const std::string& split) {
+  const int64_t batch = o_.per_device_eval_batch_size;
+  if (!args_.collective) return zoo::evaluate(task_, split, batch, args_.device);
+  // Data parallel: each process evaluates its part and the sums are added up; a task whose
+  // metrics are not sums is evaluated whole by every process (same weights, same metrics).
+  auto sums = zoo::evaluation_sums(task_, split, batch, args_.device, rank(), world());
+  std::vector<double> have{sums ? 1.0 : 0.0};
+  args_.collective->sum(have);
+  if (have[0] == 0) return zoo::evaluate(task_, split, batch, args_.device);
+  if (have[0] != world()) throw Error("data parallel: the processes disagree on how to evaluate (different zoo builds?)");
+  std::vector<double> values;
+  for (const auto& kv : *sums) values.push_back(kv.second);
+  args_.collective->sum(values);
+  size_t i = 0;
+  for (auto& kv : *sums) kv.second = values[i++];
+  return task_.metrics_from_sums(*sums);
 }
 
 bool Trainer::reduce_step(LossValues* loss, int64_t* examples, bool stop) {

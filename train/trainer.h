@@ -103,6 +103,8 @@ class Trainer {
   // Data parallel: the step's loss and example count summed over the processes, and whether
   // any of them was asked to stop (all stop at the same step).
   bool reduce_step(LossValues* loss, int64_t* examples, bool stop);
+  // Metrics on a split; data parallel: each process evaluates its shard and the sums are added.
+  Metrics evaluate_split(const std::string& split);
   // Data parallel: checks that every process ends with the same weights.
   void check_replicas_agree();
   double epoch_progress() const;

@@ -135,6 +135,12 @@ bool ImageClassificationTask::splittable() const {
 }
 
 Metrics ImageClassificationTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {
+  return metrics_from_sums(*evaluation_sums(split, batch_size, device, 0, 1));
+}
+
+std::optional<Metrics> ImageClassificationTask::evaluation_sums(const std::string& split, int64_t batch_size,
+                                                                const torch::Device& device, int64_t shard,
+                                                                int64_t shards) {
   torch::Tensor images, labels;
   if (split == "valid") {
     if (!valid_index_.defined()) prepare_training("");
@@ -152,11 +158,12 @@ Metrics ImageClassificationTask::evaluate(const std::string& split, int64_t batc
     images = images.narrow(0, 0, data_.max_eval_samples);
     labels = labels.narrow(0, 0, data_.max_eval_samples);
   }
+  // This shard: images [n * shard / shards, n * (shard + 1) / shards).
+  const int64_t all = images.size(0), first = all * shard / shards, n = all * (shard + 1) / shards - first;
   double total_loss = 0;
   int64_t correct = 0;
-  const int64_t n = images.size(0);
-  for (int64_t i = 0; i < n; i += batch_size) {
-    const int64_t b = std::min(batch_size, n - i);
+  for (int64_t i = first; i < first + n; i += batch_size) {
+    const int64_t b = std::min(batch_size, first + n - i);
     auto x = preprocess(images.narrow(0, i, b)).to(device);
     auto y = labels.narrow(0, i, b).to(device);
     auto logits = predict(x);
@@ -165,9 +172,14 @@ Metrics ImageClassificationTask::evaluate(const std::string& split, int64_t batc
                       .item<double>();
     correct += logits.argmax(-1).eq(y).sum().item<int64_t>();
   }
-  return Metrics{{"loss", n ? total_loss / n : 0.0},
-                 {"accuracy", n ? static_cast<double>(correct) / n : 0.0},
-                 {"examples", static_cast<double>(n)}};
+  return Metrics{{"loss_sum", total_loss}, {"correct", static_cast<double>(correct)}, {"examples", static_cast<double>(n)}};
+}
+
+Metrics ImageClassificationTask::metrics_from_sums(const Metrics& sums) const {
+  const double n = sums.at("examples");
+  return Metrics{{"loss", n ? sums.at("loss_sum") / n : 0.0},
+                 {"accuracy", n ? sums.at("correct") / n : 0.0},
+                 {"examples", n}};
 }
 
 }  // namespace zoo

@@ -59,6 +59,9 @@ class ImageClassificationTask : public Task, public ImageClassifier {
   /// Yes unless the model uses dropout (its random draws would depend on thread timing).
   bool splittable() const override;
   Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
+  std::optional<Metrics> evaluation_sums(const std::string& split, int64_t batch_size, const torch::Device& device,
+                                         int64_t shard, int64_t shards) override;
+  Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_best_metric() const override { return "accuracy"; }
   ImageClassifier* image_classifier() override { return this; }
 

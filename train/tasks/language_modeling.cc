@@ -186,6 +186,12 @@ bool LanguageModelingTask::splittable() const {
 }
 
 Metrics LanguageModelingTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {
+  return metrics_from_sums(*evaluation_sums(split, batch_size, device, 0, 1));
+}
+
+std::optional<Metrics> LanguageModelingTask::evaluation_sums(const std::string& split, int64_t batch_size,
+                                                             const torch::Device& device, int64_t shard,
+                                                             int64_t shards) {
   if (split != "valid" && split != "train")
     throw Error(cat("language modeling has the splits valid (the last data.validation_fraction of the stream) "
                     "and train, not '", split, "'"));
@@ -196,10 +202,11 @@ Metrics LanguageModelingTask::evaluate(const std::string& split, int64_t batch_s
   const int64_t available = (end - begin - 1) / t;  // consecutive windows of t + 1 overlapping by one
   if (available <= 0) throw Error(cat("the ", split, " split has fewer than ", t + 1, " tokens"));
   const int64_t n = data_.max_eval_windows > 0 ? std::min(available, data_.max_eval_windows) : available;
+  const int64_t first = n * shard / shards, last = n * (shard + 1) / shards;  // this shard's windows
   double total = 0;
-  for (int64_t i = 0; i < n; i += batch_size) {
+  for (int64_t i = first; i < last; i += batch_size) {
     std::vector<torch::Tensor> rows;
-    for (int64_t j = i; j < std::min(n, i + batch_size); ++j) rows.push_back(window(begin + (j * available / n) * t));
+    for (int64_t j = i; j < std::min(last, i + batch_size); ++j) rows.push_back(window(begin + (j * available / n) * t));
     auto ids = torch::stack(rows).to(device);
     auto logits = model_->forward(ids.narrow(1, 0, t)).to(torch::kFloat);
     total += torch::nn::functional::cross_entropy(
@@ -207,7 +214,11 @@ Metrics LanguageModelingTask::evaluate(const std::string& split, int64_t batch_s
                  torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                  .item<double>();
   }
-  const double tokens = static_cast<double>(n * t), loss = total / tokens;
+  return Metrics{{"loss_sum", total}, {"tokens", static_cast<double>((last - first) * t)}};
+}
+
+Metrics LanguageModelingTask::metrics_from_sums(const Metrics& sums) const {
+  const double tokens = sums.at("tokens"), loss = tokens > 0 ? sums.at("loss_sum") / tokens : 0.0;
   return Metrics{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens}};
 }
 

@@ -62,6 +62,9 @@ class LanguageModelingTask : public Task, public TextGenerator {
   Loss loss(const Batch& batch) override;
   bool splittable() const override;
   Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
+  std::optional<Metrics> evaluation_sums(const std::string& split, int64_t batch_size, const torch::Device& device,
+                                         int64_t shard, int64_t shards) override;
+  Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_eval_split() const override { return "valid"; }
   void save_assets(const std::string& dir) const override;
   TextGenerator* text_generator() override { return this; }
