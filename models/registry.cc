@@ -5,6 +5,7 @@
 
 #include "models/gpt.h"
 #include "models/seq2seq.h"
+#include "models/transformer.h"
 #include "models/vit.h"
 
 namespace zoo::models {
@@ -61,19 +62,31 @@ const std::map<std::string, Preset>& presets() {
       // The vocabulary sizes and special ids are filled in from the data by the task.
       {"seq2seq-bahdanau-doc000",
        {"seq2seq", {{"embedding_dim", 256}, {"units", 1024}, {"attention", "bahdanau"}}}},
+      // "Attention Is All You Need"'s base model: 6 + 6 layers, 512 wide, 8 heads, 2048, dropout 0.1.
+      {"transformer-base", {"transformer", json::object()}},
+      // Sized for the Tatoeba Chinese-English pairs (~27k) on a 2-core CPU.
+      {"transformer-small",
+       {"transformer",
+        {{"d_model", 256}, {"encoder_layers", 3}, {"decoder_layers", 3}, {"encoder_attention_heads", 4},
+         {"decoder_attention_heads", 4}, {"encoder_ffn_dim", 1024}, {"decoder_ffn_dim", 1024}, {"dropout", 0.1},
+         {"max_position_embeddings", 256}}}},
   };
   return p;
 }
 
-// Keys of a seq2seq model section beside Seq2SeqOptions' fields: the target vocabulary's
-// <start> and <end> ids, which the translation task fills in from the data.
-const std::vector<std::string>& seq2seq_extra_keys() {
+// Keys of a translation model's section beside its options' fields: the target
+// vocabulary's <start> and <end> ids, which the translation task fills in from the data.
+const std::vector<std::string>& translation_extra_keys() {
   static const std::vector<std::string> keys{"model_type", "bos_id", "eos_id"};
   return keys;
 }
 
-json resolve_seq2seq(const json& merged) {
-  auto o = read_options<Seq2SeqOptions>(merged, "model", seq2seq_extra_keys());
+// The section of a translation model (Seq2SeqOptions, TransformerOptions): vocabulary sizes
+// of 0 (absent) mean "from the data", the task fills them in; everything else is checked
+// now, with stand-in sizes.
+template <class Options>
+json resolve_translation_model(const json& merged, const std::string& model_type) {
+  auto o = read_options<Options>(merged, "model", translation_extra_keys());
   int64_t special[2] = {-1, -1};
   const char* names[2] = {"bos_id", "eos_id"};
   for (int i = 0; i < 2; ++i) {
@@ -85,19 +98,23 @@ json resolve_seq2seq(const json& merged) {
       throw Error(cat("config: ", where, " (", special[i], ") must be below model.target_vocab_size (",
                       o.target_vocab_size, ")"));
   }
-  // Vocabulary sizes of 0 (absent) mean "from the data": the task fills them in. The other
-  // fields are checked now, with stand-in sizes.
-  Seq2SeqOptions check = o;
-  if (check.source_vocab_size == 0) check.source_vocab_size = check.pad_id + 1;
-  if (check.target_vocab_size == 0) check.target_vocab_size = check.pad_id + 1;
+  Options check = o;
+  const int64_t stand_in = std::max(check.source_vocab_size, check.target_vocab_size);
+  for (int64_t* size : {&check.source_vocab_size, &check.target_vocab_size})
+    if (*size == 0) *size = stand_in > 0 ? stand_in : check.pad_id + 1;
   check.validate();
-  json out = {{"model_type", "seq2seq"}};
+  json out = {{"model_type", model_type}};
   out.update(to_json(o));
   if (o.source_vocab_size == 0) out.erase("source_vocab_size");
   if (o.target_vocab_size == 0) out.erase("target_vocab_size");
   if (special[0] >= 0) out["bos_id"] = special[0];
   if (special[1] >= 0) out["eos_id"] = special[1];
   return out;
+}
+
+json resolve_seq2seq(const json& merged) { return resolve_translation_model<Seq2SeqOptions>(merged, "seq2seq"); }
+json resolve_transformer(const json& merged) {
+  return resolve_translation_model<TransformerOptions>(merged, "transformer");
 }
 
 
@@ -194,6 +211,50 @@ json seq2seq_to_hf(const json& model, const std::string& architecture) {
   return hf;
 }
 
+// Our Transformer section <-> Hugging Face's MarianConfig. Marian is post-norm with no final
+// LayerNorms, so a pre-norm model has no Marian form.
+const std::vector<std::pair<const char*, const char*>>& transformer_marian_names() {
+  static const std::vector<std::pair<const char*, const char*>> names{
+      {"source_vocab_size", "vocab_size"}, {"target_vocab_size", "decoder_vocab_size"},
+      {"pad_id", "pad_token_id"},          {"bos_id", "decoder_start_token_id"},
+      {"eos_id", "eos_token_id"}};
+  return names;
+}
+
+json transformer_from_hf(const json& hf) {
+  json model = same_named_fields<TransformerOptions>(hf, "transformer");
+  for (const auto& [ours, theirs] : transformer_marian_names())
+    if (hf.contains(theirs) && !hf[theirs].is_null()) model[ours] = hf[theirs];
+  if (!model.contains("target_vocab_size") && hf.contains("vocab_size")) model["target_vocab_size"] = hf["vocab_size"];
+  if (hf.contains("normalize_before") && hf["normalize_before"].is_boolean() && hf["normalize_before"].get<bool>())
+    throw Error("Hugging Face config: normalize_before is true; Marian models are post-norm");
+  return model;
+}
+
+json transformer_to_hf(const json& model, const std::string& architecture) {
+  if (model.value("normalize_before", false))
+    throw Error("this Transformer is pre-norm (model.normalize_before = true): Hugging Face's MarianMTModel is "
+                "post-norm only, so it has no Marian export; train with normalize_before false to export");
+  json hf = model;
+  hf.erase("normalize_before");
+  hf.erase("model_type");
+  for (const auto& [ours, theirs] : transformer_marian_names()) {
+    hf.erase(ours);
+    if (model.contains(ours)) hf[theirs] = model[ours];
+  }
+  hf["model_type"] = "marian";
+  hf["architectures"] = {architecture};
+  hf["is_encoder_decoder"] = true;
+  hf["forced_eos_token_id"] = hf.value("eos_token_id", 0);
+  hf["bos_token_id"] = hf.value("decoder_start_token_id", 0);
+  hf["num_hidden_layers"] = model.value("encoder_layers", 6);
+  hf["encoder_layerdrop"] = 0.0;
+  hf["decoder_layerdrop"] = 0.0;
+  hf["use_cache"] = true;
+  hf["torch_dtype"] = "float32";
+  return hf;
+}
+
 json resolve_gpt2(const json& merged) {
   auto o = read_options<GPT2Options>(merged, "model", {"model_type"});
   GPT2Options check = o;  // vocab_size 0 means "from the data": the task fills it in
@@ -237,11 +298,18 @@ std::shared_ptr<torch::nn::Module> build_vit(const json& section) {
 
 // Resolving again checks bos_id/eos_id against the vocabulary sizes the task filled in.
 std::shared_ptr<torch::nn::Module> build_seq2seq(const json& section) {
-  return Seq2Seq(read_options<Seq2SeqOptions>(resolve_seq2seq(section), "model", seq2seq_extra_keys())).ptr();
+  return Seq2Seq(read_options<Seq2SeqOptions>(resolve_seq2seq(section), "model", translation_extra_keys())).ptr();
 }
 
-std::vector<detail::Doc> seq2seq_docs() {
-  auto docs = describe_options<Seq2SeqOptions>();
+// Resolving again checks bos_id/eos_id against the vocabulary sizes the task filled in.
+std::shared_ptr<torch::nn::Module> build_transformer(const json& section) {
+  return Transformer(read_options<TransformerOptions>(resolve_transformer(section), "model", translation_extra_keys()))
+      .ptr();
+}
+
+template <class Options>
+std::vector<detail::Doc> translation_docs() {
+  auto docs = describe_options<Options>();
   docs.push_back({"bos_id", "int", "-1", "id of <start> in the target vocabulary (filled in from the data)", ">= -1"});
   docs.push_back({"eos_id", "int", "-1", "id of <end> in the target vocabulary (filled in from the data)", ">= -1"});
   return docs;
@@ -253,13 +321,16 @@ const std::vector<ModelEntry>& model_registry() {
   static const std::vector<ModelEntry> table{
       {"vit", "image_classification", resolve_vit, describe_options<ViTOptions>, vit_from_hf, vit_to_hf,
        {{"image_classification", "ViTForImageClassification"}}, build_vit, /*is_encoder_decoder=*/false, nullptr,
-       nullptr},
-      {"seq2seq", "translation", resolve_seq2seq, seq2seq_docs, seq2seq_from_hf, seq2seq_to_hf,
+       nullptr, ""},
+      {"seq2seq", "translation", resolve_seq2seq, translation_docs<Seq2SeqOptions>, seq2seq_from_hf, seq2seq_to_hf,
        {{"translation", "Seq2SeqGRUAttention"}}, build_seq2seq, /*is_encoder_decoder=*/true, nullptr,
-       nullptr},
+       nullptr, ""},
+      {"transformer", "translation", resolve_transformer, translation_docs<TransformerOptions>, transformer_from_hf,
+       transformer_to_hf, {{"translation", "MarianMTModel"}}, build_transformer, /*is_encoder_decoder=*/true,
+       transformer_from_hf_tensors, transformer_to_hf_tensors, "marian"},
       {"gpt2", "language_modeling", resolve_gpt2, describe_options<GPT2Options>, gpt2_from_hf, gpt2_to_hf,
        {{"language_modeling", "GPT2LMHeadModel"}}, build_gpt2, /*is_encoder_decoder=*/false, gpt2_from_hf_tensors,
-       gpt2_to_hf_tensors},
+       gpt2_to_hf_tensors, ""},
   };
   return table;
 }
@@ -345,7 +416,7 @@ json from_hf_config(const json& hf, std::string* task) {
   const std::string type = hf.value("model_type", "");
   const ModelEntry* entry = nullptr;
   for (const auto& e : model_registry())
-    if (e.model_type == type) entry = &e;
+    if (e.model_type == type || (!e.hf_model_type.empty() && e.hf_model_type == type)) entry = &e;
   if (!entry)
     throw Error(cat("Hugging Face model_type '", type, "' is not supported; zoo loads: ", join(model_types())));
   if (task) {

@@ -53,6 +53,9 @@ struct ModelEntry {
   /// same (GPT-2's Conv1D weights are transposed).
   std::function<void(TensorMap&)> from_hf_tensors;
   std::function<void(TensorMap&)> to_hf_tensors;
+  /// The model_type of the Hugging Face config.json when it differs ("marian" for zoo's
+  /// "transformer"); Hugging Face directories of that type load as this entry.
+  std::string hf_model_type;
 };
 
 /// Every model type, in table order.
