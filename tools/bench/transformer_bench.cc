@@ -1,0 +1,140 @@
+// zoo_bench_transformer: the Transformer benchmarks of tools/bench/transformer_bench.sh.
+//   --mode train: times training steps (teacher-forced forward, label-smoothed cross-entropy
+//     with padding ignored, backward, clipping to norm 1, Adam) on random padded batches, as
+//     tools/bench/transformer_bench.py does for a torch.nn.Transformer model of the same
+//     sizes; prints JSON with the median step.
+//   --mode decode: beam search (--beams) of exactly --new tokens (end of sentence made
+//     impossible) for --sentences random sources, with the key/value cache and recomputing
+//     the decoder over the prefix every step; prints both times, the speed-up and whether the
+//     outputs are the same.
+#include <chrono>
+#include <memory>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/torch.h>
+
+#include "core/threads.h"
+#include "models/transformer.h"
+
+namespace {
+
+constexpr int64_t kPad = 0, kBos = 1, kEos = 2, kFirstWord = 3;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// (B, len) random tokens; row r is len - r % (len / 2) long, framed by bos/eos if asked,
+// padded with 0 at the end (tools/bench/transformer_bench.py builds the same shapes).
+torch::Tensor synthetic(int64_t batch, int64_t len, int64_t vocab, bool framed) {
+  auto x = torch::randint(kFirstWord, vocab, {batch, len}, torch::kLong);
+  for (int64_t r = 0; r < batch; ++r) {
+    const int64_t n = len - r % std::max<int64_t>(1, len / 2);
+    if (framed) {
+      x[r][0] = kBos;
+      x[r][n - 1] = kEos;
+    }
+    if (n < len) x[r].narrow(0, n, len - n).fill_(kPad);
+  }
+  return x;
+}
+
+int train_mode(zoo::models::Transformer& model, int64_t batch, int64_t src_len, int64_t tgt_len, int64_t steps,
+               int64_t warmup) {
+  const auto& o = model->options();
+  model->train();
+  torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3).betas({0.9, 0.98}));
+  std::vector<double> times;
+  for (int64_t i = 0; i < warmup + steps; ++i) {
+    auto src = synthetic(batch, src_len, o.source_vocab_size, false);
+    auto tgt = synthetic(batch, tgt_len, o.target_vocab_size, true);
+    const auto t0 = std::chrono::steady_clock::now();
+    opt.zero_grad();
+    auto logits = model->forward(src, tgt.narrow(1, 0, tgt_len - 1));
+    auto loss = torch::nn::functional::cross_entropy(
+        logits.reshape({-1, logits.size(-1)}), tgt.narrow(1, 1, tgt_len - 1).reshape({-1}),
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kPad).label_smoothing(0.1));
+    loss.backward();
+    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    opt.step();
+    if (i >= warmup) times.push_back(seconds_since(t0));
+  }
+  std::sort(times.begin(), times.end());
+  std::cout << "{\"impl\":\"zoo (C++)\",\"mode\":\"train\",\"threads\":" << torch::get_num_threads()
+            << ",\"batch\":" << batch << ",\"median_step_ms\":" << 1000 * times[times.size() / 2] << "}" << std::endl;
+  return 0;
+}
+
+int decode_mode(zoo::models::Transformer& model, int64_t sentences, int64_t src_len, int64_t beams, int64_t tokens) {
+  {
+    torch::NoGradGuard no_grad;  // end of sentence impossible: every search runs `tokens` steps
+    model->named_buffers()["final_logits_bias"][0][kEos] = -1e9;
+  }
+  auto src = synthetic(sentences, src_len, model->options().source_vocab_size, false);
+  zoo::models::GenerationOptions g;
+  g.bos_id = kBos, g.eos_id = kEos, g.num_beams = beams, g.max_new_tokens = tokens;
+  std::vector<std::vector<int64_t>> outputs[2];
+  double seconds[2] = {0, 0};
+  for (int cached = 1; cached >= 0; --cached) {
+    model->set_use_cache(cached == 1);
+    zoo::models::generate(*model, src.narrow(0, 0, 1), g);  // warm-up
+    std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
+    if (std::getenv("ZOO_BENCH_PROFILE") && cached)
+      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(std::getenv("ZOO_BENCH_PROFILE"));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const auto& nbest : zoo::models::generate(*model, src, g)) outputs[cached].push_back(nbest.front().tokens);
+    seconds[cached] = seconds_since(t0);
+    profile.reset();
+  }
+  std::cout << "{\"impl\":\"zoo (C++)\",\"mode\":\"decode\",\"threads\":" << torch::get_num_threads()
+            << ",\"beams\":" << beams << ",\"sentences\":" << sentences << ",\"tokens\":" << tokens
+            << ",\"cached_s\":" << seconds[1] << ",\"recomputed_s\":" << seconds[0]
+            << ",\"speedup\":" << seconds[0] / seconds[1]
+            << ",\"same_output\":" << (outputs[0] == outputs[1] ? "true" : "false") << "}" << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  zoo::use_startup_environment(argv);  // may re-execute (OMP_WAIT_POLICY, OPENBLAS_CORETYPE)
+  zoo::models::TransformerOptions o;   // defaults: transformer-small on cmn.txt's vocabularies
+  o.source_vocab_size = 3500, o.target_vocab_size = 7000;
+  o.d_model = 256, o.encoder_layers = o.decoder_layers = 3;
+  o.encoder_attention_heads = o.decoder_attention_heads = 4;
+  o.encoder_ffn_dim = o.decoder_ffn_dim = 1024;
+  o.dropout = 0.1;
+  std::string mode = "train";
+  int64_t batch = 64, src_len = 14, tgt_len = 14, steps = 10, warmup = 2, threads = 2, layers = 3, ffn = 1024,
+          heads = 4, sentences = 10, beams = 4, tokens = 50;
+  CLI::App app{"Transformer benchmark"};
+  app.add_option("--mode", mode)->check(CLI::IsMember({"train", "decode"}));
+  app.add_option("--d-model", o.d_model);
+  app.add_option("--layers", layers, "encoder and decoder layers each");
+  app.add_option("--heads", heads);
+  app.add_option("--ffn", ffn);
+  app.add_option("--dropout", o.dropout);
+  app.add_option("--src-vocab", o.source_vocab_size);
+  app.add_option("--tgt-vocab", o.target_vocab_size);
+  app.add_option("--batch", batch);
+  app.add_option("--src-len", src_len);
+  app.add_option("--tgt-len", tgt_len);
+  app.add_option("--steps", steps);
+  app.add_option("--warmup", warmup);
+  app.add_option("--threads", threads);
+  app.add_option("--sentences", sentences, "decode mode: sources decoded in one batch");
+  app.add_option("--beams", beams);
+  app.add_option("--new", tokens, "decode mode: tokens generated per sentence");
+  CLI11_PARSE(app, argc, argv);
+  o.encoder_layers = o.decoder_layers = layers;
+  o.encoder_attention_heads = o.decoder_attention_heads = heads;
+  o.encoder_ffn_dim = o.decoder_ffn_dim = ffn;
+  o.max_position_embeddings = std::max<int64_t>({256, src_len, tgt_len, tokens + 1});
+  zoo::configure_cpu_threads(static_cast<int>(threads));  // as the zoo binary does
+  torch::manual_seed(0);
+  zoo::models::Transformer model(o);
+  return mode == "train" ? train_mode(model, batch, src_len, tgt_len, steps, warmup)
+                         : decode_mode(model, sentences, src_len, beams, tokens);
+}
