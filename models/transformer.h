@@ -153,6 +153,7 @@ class TransformerImpl : public torch::nn::Module, public EncoderDecoder {
   torch::Tensor attention(const DecoderState& state) const override;
   std::shared_ptr<torch::nn::Module> module() override { return shared_from_this(); }
   int64_t pad_id() const override { return o_.pad_id; }
+  int64_t max_positions() const override { return o_.max_position_embeddings; }
   const TransformerOptions& options() const { return o_; }
   /// Decoding without the key/value cache: every step runs the decoder over the whole
   /// prefix (for the benchmark and the test that both give the same output).

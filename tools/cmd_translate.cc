@@ -30,6 +30,7 @@ struct TranslateArgs {
   double length_penalty = 1.0;
   std::string constrain;
   std::string attention_out;
+  bool truncate = false;
   int64_t batch_size = 64;
   std::string device = "auto";
 };
@@ -104,7 +105,9 @@ int run_translate(const TranslateArgs& a) {
   check_lines(lines, input_name);
   checked_checkpoint_dir(a.checkpoint);
   const torch::Device device = resolve_device(a.device);
-  auto task = load_task(a.checkpoint, {}, device);
+  std::vector<std::string> overrides;
+  if (a.truncate) overrides.push_back("data.truncate_source=true");
+  auto task = load_task(a.checkpoint, overrides, device);
   Translator* translator = task->translator();
   if (!translator)
     throw Error(cat(a.checkpoint, ": not a translation model (model_type '",
@@ -166,6 +169,8 @@ void setup_translate(CLI::App& app, int* exit_code) {
   cmd->add_option("--constrain", a->constrain,
                   "only output sentences listed in this file (one English sentence per line)")
       ->check(CLI::ExistingFile);
+  cmd->add_flag("--truncate", a->truncate,
+                "cut sources longer than the model reads (its position table) instead of stopping");
   cmd->add_option(
       "--attention-out", a->attention_out,
       "write attention heat maps (SVG); with several input lines FILE-N.svg for line N");

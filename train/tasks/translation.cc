@@ -1,5 +1,6 @@
 #include "train/tasks/translation.h"
 
+#include <set>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -202,8 +203,10 @@ void TranslationTask::encode_training_pairs() {
     std::vector<int64_t> tgt = target_vocab_.encode(data::preprocess_eng(p.target));
     const auto n_src = static_cast<int64_t>(src.size()) - 2;  // without <start>/<end>
     const auto n_tgt = static_cast<int64_t>(tgt.size()) - 2;
+    const int64_t limit = model_->max_positions();
     if ((data_.max_source_length > 0 && n_src > data_.max_source_length) ||
-        (data_.max_target_length > 0 && n_tgt > data_.max_target_length)) {
+        (data_.max_target_length > 0 && n_tgt > data_.max_target_length) ||
+        (limit > 0 && (n_src + 2 > limit || n_tgt + 1 > limit))) {
       ++dropped;
       continue;
     }
@@ -217,6 +220,7 @@ void TranslationTask::encode_training_pairs() {
     std::cerr << "zoo: note: dropped " << dropped << " of " << split_.train.size()
               << " training pairs longer than data.max_source_length=" << data_.max_source_length
               << " / data.max_target_length=" << data_.max_target_length << " (0 = no limit)"
+              << (model_->max_positions() > 0 ? cat(" or the model's ", model_->max_positions(), " positions") : "")
               << std::endl;
   }
   if (train_src_.empty())
@@ -233,7 +237,7 @@ void TranslationTask::prepare_training(const std::string& output_dir) {
 }
 
 std::vector<data::SentencePair> TranslationTask::eval_pairs(const std::string& split) {
-  if (split != "valid" && split != "test")
+  if (split != "valid" && split != "test" && split != "train")
     throw Error(cat("unknown split '", split, "'; use valid or test"));
   if (!split_loaded_ && !checkpoint_dir_.empty()) {
     // Away from the training machine the pair file may be elsewhere, but the run directory
@@ -249,7 +253,13 @@ std::vector<data::SentencePair> TranslationTask::eval_pairs(const std::string& s
     }
   }
   load_split();
-  return split == "valid" ? split_.valid : split_.test;
+  return split == "valid" ? split_.valid : split == "test" ? split_.test : split_.train;
+}
+
+std::set<std::string> TranslationTask::training_sources() {
+  std::set<std::string> sources;
+  for (const auto& p : eval_pairs("train")) sources.insert(data::preprocess_chinese(p.source));
+  return sources;
 }
 
 std::vector<std::vector<int64_t>> TranslationTask::epoch_plan(uint64_t seed, int64_t epoch,
@@ -340,10 +350,21 @@ Metrics TranslationTask::evaluate(const std::string& split, int64_t batch_size,
       hypotheses[batch[j]] = detokenize(hyps[j].at(0).tokens);
   }
   const double loss = total_tokens > 0 ? total_loss / static_cast<double>(total_tokens) : 0.0;
+  // The random split leaves some sources of this split verbatim in the training split: BLEU
+  // on the rest says how the model does on sentences it never saw.
+  const std::set<std::string> seen = training_sources();
+  std::vector<std::string> unseen_hyps, unseen_refs;
+  for (int64_t i = 0; i < n; ++i)
+    if (!seen.count(data::preprocess_chinese(pairs[i].source))) {
+      unseen_hyps.push_back(hypotheses[i]);
+      unseen_refs.push_back(references[i]);
+    }
   return Metrics{{"loss", loss},
                  {"perplexity", std::exp(loss)},
                  {"bleu", corpus_bleu(hypotheses, references).score},
-                 {"examples", static_cast<double>(n)}};
+                 {"examples", static_cast<double>(n)},
+                 {"bleu_unseen_source", unseen_hyps.empty() ? 0.0 : corpus_bleu(unseen_hyps, unseen_refs).score},
+                 {"examples_unseen_source", static_cast<double>(unseen_hyps.size())}};
 }
 
 models::GenerationOptions TranslationTask::generation_options(int64_t num_beams, int64_t max_length,
@@ -351,7 +372,9 @@ models::GenerationOptions TranslationTask::generation_options(int64_t num_beams,
   models::GenerationOptions g;
   g.bos_id = bos_id_;
   g.eos_id = eos_id_;
-  g.max_new_tokens = max_length;
+  // A model with a position table cannot take more steps than it has positions.
+  const int64_t limit = model_->max_positions();
+  g.max_new_tokens = limit > 0 ? std::min(max_length, limit) : max_length;
   g.num_beams = num_beams;
   g.num_return_sequences = 1;
   g.length_penalty = length_penalty;
@@ -435,6 +458,15 @@ std::string TranslationTask::reference_text(const std::string& english) {
   return out;
 }
 
+namespace {
+// The longest prefix of at most `bytes` bytes that ends on a character boundary.
+std::string utf8_prefix(const std::string& s, size_t bytes) {
+  if (s.size() <= bytes) return s;
+  while (bytes > 0 && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) --bytes;
+  return s.substr(0, bytes);
+}
+}  // namespace
+
 std::vector<int64_t> TranslationTask::encode_source(const std::string& sentence,
                                                     std::vector<std::string>* tokens) const {
   std::vector<int64_t> ids;
@@ -444,6 +476,22 @@ std::vector<int64_t> TranslationTask::encode_source(const std::string& sentence,
     if (id.empty()) continue;
     ids.push_back(id.front());
     if (tokens) tokens->push_back(token);
+  }
+  const auto limit = static_cast<size_t>(model_->max_positions());
+  if (limit > 1 && ids.size() > limit) {
+    if (!data_.truncate_source)
+      throw Error(cat("a source sentence of ", ids.size(), " tokens (<start> and <end> included) is longer than the ",
+                      limit, " this model reads (model.max_position_embeddings): '", utf8_prefix(sentence, 60),
+                      sentence.size() > 60 ? "...'" : "'",
+                      "; set data.truncate_source=true (zoo translate --truncate) to cut it"));
+    const int64_t end = ids.back();  // keep <end>
+    ids.resize(limit - 1);
+    ids.push_back(end);
+    if (tokens) {
+      const std::string last = tokens->back();
+      tokens->resize(limit - 1);
+      tokens->push_back(last);
+    }
   }
   return ids;
 }

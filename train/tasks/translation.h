@@ -14,6 +14,7 @@
 // config.json says what its source_vocab.json / target_vocab.json must hold.
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@ struct TranslationDataOptions {
   int64_t eval_beam_size = 1;
   int64_t eval_max_length = 50;
   int64_t max_eval_samples = 0;  // 0: the whole split
+  bool truncate_source = false;
 
   template <class V>
   void fields(V& v) {
@@ -77,6 +79,9 @@ struct TranslationDataOptions {
       between(1, 1000));
     v("max_eval_samples", max_eval_samples, "evaluate on the first N pairs of the split; 0 = all",
       at_least(0));
+    v("truncate_source", truncate_source,
+      "cut a source longer than the model can read (a Transformer's position table) to that "
+      "length instead of stopping with an error (zoo translate --truncate)");
   }
 };
 
@@ -101,7 +106,9 @@ class TranslationTask : public Task, public Translator {
   /// ignored; teacher forcing with data.teacher_forcing_ratio drawn from batch.seed.
   Loss loss(const Batch& batch) override;
   /// "valid" or "test": loss, perplexity (teacher-forced, per target token), bleu (corpus
-  /// BLEU of greedy/beam decodes against the preprocessed references), examples.
+  /// BLEU of greedy/beam decodes against the preprocessed references), examples, and
+  /// bleu_unseen_source / examples_unseen_source: the same on the pairs whose preprocessed
+  /// source sentence does not occur in the training split.
   Metrics evaluate(const std::string& split, int64_t batch_size,
                    const torch::Device& device) override;
   std::string default_best_metric() const override { return "bleu"; }
@@ -143,6 +150,8 @@ class TranslationTask : public Task, public Translator {
   // Pairs of `split` ("valid"/"test") for evaluation, possibly from the training run's
   // <split>.tsv next to the checkpoint when data.path is not available.
   std::vector<data::SentencePair> eval_pairs(const std::string& split);
+  // The preprocessed sources of the training split (for BLEU on unseen sources).
+  std::set<std::string> training_sources();
   void fit_vocabularies();
   void load_vocabularies(const std::string& dir);
   // Vocabulary sizes from the data, checked against (or filled into) the model section's.
