@@ -255,4 +255,40 @@ std::vector<std::vector<int64_t>> bucket_batches(const std::vector<int64_t>& len
   return batches;
 }
 
+std::vector<std::vector<int64_t>> token_batches(const std::vector<int64_t>& keys, const std::vector<int64_t>& costs,
+                                                int64_t max_tokens, uint64_t seed, bool shuffle,
+                                                int64_t chunk_batches) {
+  if (max_tokens < 1) throw Error(cat("token_batches: max_tokens must be >= 1, got ", max_tokens));
+  if (keys.size() != costs.size()) throw Error("token_batches: keys and costs differ in length");
+  const auto n = static_cast<int64_t>(keys.size());
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) order[i] = i;
+  if (shuffle) fisher_yates(order, rng);
+  int64_t total = 0;
+  for (int64_t c : costs) total += std::max<int64_t>(c, 1);
+  const int64_t mean_cost = n > 0 ? std::max<int64_t>(1, total / n) : 1;
+  const int64_t chunk = shuffle ? std::max<int64_t>(1, chunk_batches * std::max<int64_t>(1, max_tokens / mean_cost)) : n;
+  const auto by_key = [&](int64_t a, int64_t b) { return keys[a] < keys[b]; };
+  for (int64_t b = 0; b < n; b += std::max<int64_t>(chunk, 1))
+    std::stable_sort(order.begin() + b, order.begin() + std::min(n, b + chunk), by_key);
+
+  std::vector<std::vector<int64_t>> batches;
+  std::vector<int64_t> batch;
+  int64_t widest = 0;
+  for (int64_t i : order) {
+    const int64_t wider = std::max(widest, costs[i]);
+    if (!batch.empty() && wider * static_cast<int64_t>(batch.size() + 1) > max_tokens) {
+      batches.push_back(std::move(batch));
+      batch.clear();
+      widest = 0;
+    }
+    batch.push_back(i);
+    widest = std::max(widest, costs[i]);
+  }
+  if (!batch.empty()) batches.push_back(std::move(batch));
+  if (shuffle) fisher_yates(batches, rng);
+  return batches;
+}
+
 }  // namespace zoo::data

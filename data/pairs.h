@@ -74,6 +74,15 @@ std::vector<int64_t> random_permutation(int64_t n, uint64_t seed);
 /// `chunk_batches * batch_size`, cut into batches, and the batch order is shuffled -- a
 /// different grouping for every seed, deterministic for a given one. Without: all indices are
 /// sorted by length (ties by index) and batches come shortest first.
+/// Batches by size in tokens (fairseq's and Marian's max_tokens): like bucket_batches, but a
+/// batch takes items in `keys` order while (items x its largest `cost`) stays within
+/// `max_tokens` (an item costlier than that alone makes a batch of one). With `shuffle`, the
+/// indices are shuffled and sorted by key within chunks of about `chunk_batches` batches, and
+/// the batch order is shuffled; without, batches come in key order.
+std::vector<std::vector<int64_t>> token_batches(const std::vector<int64_t>& keys, const std::vector<int64_t>& costs,
+                                                int64_t max_tokens, uint64_t seed, bool shuffle,
+                                                int64_t chunk_batches = 100);
+
 std::vector<std::vector<int64_t>> bucket_batches(const std::vector<int64_t>& lengths,
                                                  int64_t batch_size, uint64_t seed, bool shuffle,
                                                  int64_t chunk_batches = 100);

@@ -202,6 +202,43 @@ TEST(TranslationData, BatchesArePaddedBucketedAndDeterministic) {
   EXPECT_NEAR(l1, std::log(static_cast<double>(task->target_vocab().size())), 1.0);
 }
 
+// data.batch_tokens: batches of about N tokens (pairs x the longest side, padding included).
+TEST(TranslationData, TokenBatchesStayWithinTheirBudget) {
+  test::TempDir dir;
+  const std::string pairs = dir / "pairs.txt";
+  test::write_file(pairs, pair_file_text());
+  testing::internal::CaptureStderr();
+  auto task = make_translation_task(tiny_config(pairs, R"(, "batch_tokens": 40)"));
+  testing::internal::GetCapturedStderr();
+  task->prepare_training("");
+  const auto plan = task->epoch_plan(42, 0, 8);  // the pair count is ignored
+  std::vector<int64_t> all;
+  size_t sizes_differ = 0;
+  for (const auto& b : plan) {
+    all.insert(all.end(), b.begin(), b.end());
+    const Batch batch = task->make_train_batch(b, 1);
+    const int64_t tokens = batch.size * std::max(batch.tensors[0].size(1), batch.tensors[1].size(1));
+    EXPECT_TRUE(tokens <= 40 || batch.size == 1) << batch.size << " pairs, " << tokens << " tokens";
+    EXPECT_GT(2 * tokens, 40 - 12) << "a batch should be close to full";  // pairs here have 6-9 tokens
+    sizes_differ += b.size() != plan[0].size();
+  }
+  EXPECT_GT(sizes_differ, 0u) << "short pairs should make fuller batches";
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), size_t{kValidPairs - 8});
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], static_cast<int64_t>(i));
+  EXPECT_EQ(task->epoch_plan(42, 0, 8), plan);
+  EXPECT_NE(task->epoch_plan(42, 1, 8), plan);
+  // The budget directly: costs 1..20, budget 30.
+  std::vector<int64_t> costs;
+  for (int64_t i = 0; i < 200; ++i) costs.push_back(1 + i % 20);
+  for (const auto& b : data::token_batches(costs, costs, 30, 7, true, 3)) {
+    int64_t widest = 0;
+    for (int64_t i : b) widest = std::max(widest, costs[i]);
+    EXPECT_LE(widest * static_cast<int64_t>(b.size()), 30);
+  }
+  EXPECT_THROW(data::token_batches(costs, costs, 0, 7, true), Error);
+}
+
 TEST(TranslationData, EmptyOrMissingPairFileIsAClearError) {
   test::TempDir dir;
   test::write_file(dir / "empty.txt", "");

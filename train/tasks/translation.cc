@@ -197,6 +197,7 @@ void TranslationTask::encode_training_pairs() {
   train_src_.clear();
   train_tgt_.clear();
   train_order_key_.clear();
+  train_cost_.clear();
   int64_t dropped = 0;
   for (const auto& p : split_.train) {
     std::vector<int64_t> src = source_vocab_.encode(data::preprocess_chinese(p.source));
@@ -213,6 +214,7 @@ void TranslationTask::encode_training_pairs() {
     // Bucketing key: target length first (the decoder's steps cost most), then source length.
     train_order_key_.push_back(static_cast<int64_t>(tgt.size()) * 100000 +
                                static_cast<int64_t>(src.size()));
+    train_cost_.push_back(static_cast<int64_t>(std::max(src.size(), tgt.size())));
     train_src_.push_back(std::move(src));
     train_tgt_.push_back(std::move(tgt));
   }
@@ -264,9 +266,10 @@ std::set<std::string> TranslationTask::training_sources() {
 
 std::vector<std::vector<int64_t>> TranslationTask::epoch_plan(uint64_t seed, int64_t epoch,
                                                               int64_t batch_size) const {
-  return data::bucket_batches(train_order_key_, batch_size,
-                              seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch),
-                              /*shuffle=*/true);
+  const uint64_t epoch_seed = seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch);
+  if (data_.batch_tokens > 0)
+    return data::token_batches(train_order_key_, train_cost_, data_.batch_tokens, epoch_seed, /*shuffle=*/true);
+  return data::bucket_batches(train_order_key_, batch_size, epoch_seed, /*shuffle=*/true);
 }
 
 Batch TranslationTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {

@@ -45,6 +45,7 @@ struct TranslationDataOptions {
   int64_t eval_max_length = 50;
   int64_t max_eval_samples = 0;  // 0: the whole split
   bool truncate_source = false;
+  int64_t batch_tokens = 0;  // 0: batches of train.per_device_train_batch_size pairs
 
   template <class V>
   void fields(V& v) {
@@ -79,6 +80,11 @@ struct TranslationDataOptions {
       between(1, 1000));
     v("max_eval_samples", max_eval_samples, "evaluate on the first N pairs of the split; 0 = all",
       at_least(0));
+    v("batch_tokens", batch_tokens,
+      "training batches of about N tokens (pairs x the longest source or target, padding "
+      "included; fairseq's and Marian's max_tokens) instead of per_device_train_batch_size "
+      "pairs; with data parallelism N counts the whole global batch; 0 = by pairs",
+      at_least(0));
     v("truncate_source", truncate_source,
       "cut a source longer than the model can read (a Transformer's position table) to that "
       "length instead of stopping with an error (zoo translate --truncate)");
@@ -97,7 +103,8 @@ class TranslationTask : public Task, public Translator {
   /// Writes train.tsv / valid.tsv / test.tsv into `output_dir` (when not empty).
   void prepare_training(const std::string& output_dir) override;
   int64_t num_train_examples() const override { return static_cast<int64_t>(train_src_.size()); }
-  /// Length-bucketed batches (similar target, then source lengths), reshuffled every epoch.
+  /// Length-bucketed batches (similar target, then source lengths), reshuffled every epoch:
+  /// of `batch_size` pairs, or with data.batch_tokens of about that many tokens.
   std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch,
                                                int64_t batch_size) const override;
   /// {source (B, S), target (B, T)} int64, right-padded with 0; the target keeps <start>/<end>.
@@ -177,6 +184,7 @@ class TranslationTask : public Task, public Translator {
   data::Split split_;
   std::vector<std::vector<int64_t>> train_src_, train_tgt_;  // encoded training pairs
   std::vector<int64_t> train_order_key_;                     // bucketing key per pair
+  std::vector<int64_t> train_cost_;                          // longest side in tokens per pair
 };
 
 }  // namespace zoo
