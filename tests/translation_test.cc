@@ -208,21 +208,22 @@ TEST(TranslationData, TokenBatchesStayWithinTheirBudget) {
   const std::string pairs = dir / "pairs.txt";
   test::write_file(pairs, pair_file_text());
   testing::internal::CaptureStderr();
-  auto task = make_translation_task(tiny_config(pairs, R"(, "batch_tokens": 40)"));
+  auto task = make_translation_task(tiny_config(pairs, R"(, "batch_tokens": 42)"));
   testing::internal::GetCapturedStderr();
   task->prepare_training("");
   const auto plan = task->epoch_plan(42, 0, 8);  // the pair count is ignored
   std::vector<int64_t> all;
-  size_t sizes_differ = 0;
+  size_t sizes_differ = 0, under_full = 0;
   for (const auto& b : plan) {
     all.insert(all.end(), b.begin(), b.end());
     const Batch batch = task->make_train_batch(b, 1);
     const int64_t tokens = batch.size * std::max(batch.tensors[0].size(1), batch.tensors[1].size(1));
-    EXPECT_TRUE(tokens <= 40 || batch.size == 1) << batch.size << " pairs, " << tokens << " tokens";
-    EXPECT_GT(2 * tokens, 40 - 12) << "a batch should be close to full";  // pairs here have 6-9 tokens
+    EXPECT_TRUE(tokens <= 42 || batch.size == 1) << batch.size << " pairs, " << tokens << " tokens";
+    under_full += tokens <= 42 - 9;  // pairs here cost 7 or 8 tokens
     sizes_differ += b.size() != plan[0].size();
   }
   EXPECT_GT(sizes_differ, 0u) << "short pairs should make fuller batches";
+  EXPECT_LE(under_full, 1u) << "only the last batch of the (single) chunk may be short";
   std::sort(all.begin(), all.end());
   ASSERT_EQ(all.size(), size_t{kValidPairs - 8});
   for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], static_cast<int64_t>(i));
