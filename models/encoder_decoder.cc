@@ -1,6 +1,13 @@
 #include "models/encoder_decoder.h"
 
+#include "core/error.h"
+
 namespace zoo::models {
+
+void EncoderDecoder::select_attention_head(int64_t head) {
+  if (head >= 0)
+    throw Error(cat("attention head ", head, ": this model has one attention without heads; leave the head out"));
+}
 
 std::vector<std::vector<Hypothesis>> generate(EncoderDecoder& model, const torch::Tensor& src,
                                               const GenerationOptions& options,

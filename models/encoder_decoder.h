@@ -49,6 +49,11 @@ class EncoderDecoder : public StepModel {
   /// The longest source, and the most target steps, the model can take (a Transformer's
   /// position table); 0 = no limit.
   virtual int64_t max_positions() const { return 0; }
+  /// Heads of the attention that attention() reports (0: one attention without heads, as the
+  /// GRU's); select_attention_head(h) makes attention() report head h alone, -1 their mean.
+  /// Throws zoo::Error for a head the model does not have.
+  virtual int64_t attention_heads() const { return 0; }
+  virtual void select_attention_head(int64_t head);
 };
 
 /// Decodes src (B, S) with `model` without gradients, in eval mode (the module's mode is

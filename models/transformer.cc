@@ -219,9 +219,17 @@ torch::Tensor TransformerImpl::step(const torch::Tensor& prev_tokens, DecoderSta
       state.set(cache_name(i, "k"), caches[i].key, 0, scope);
       state.set(cache_name(i, "v"), caches[i].value, 0, scope);
     }
-    state.set("attention", weights.select(2, 0).mean(1), 0);  // (N, S)
+    const auto last = weights.select(2, 0);  // (N, heads, S)
+    state.set("attention", attention_head_ >= 0 ? last.select(1, attention_head_) : last.mean(1), 0);
   }
   return project(hidden).to(torch::kFloat).log_softmax(-1);
+}
+
+void TransformerImpl::select_attention_head(int64_t head) {
+  if (head < -1 || head >= o_.decoder_attention_heads)
+    throw Error(cat("attention head ", head, ": the decoder's cross-attention has ", o_.decoder_attention_heads,
+                    " heads (0-", o_.decoder_attention_heads - 1, "); -1 = their mean"));
+  attention_head_ = head;
 }
 
 torch::Tensor TransformerImpl::attention(const DecoderState& state) const {

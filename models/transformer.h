@@ -149,11 +149,15 @@ class TransformerImpl : public torch::nn::Module, public EncoderDecoder {
                         torch::Generator* generator = nullptr) override;
   DecoderState start(const torch::Tensor& src) override;
   torch::Tensor step(const torch::Tensor& prev_tokens, DecoderState& state) override;
-  /// The last step's cross-attention of the last decoder layer, mean over heads (N, S).
+  /// The last step's cross-attention of the last decoder layer (N, S): the mean over its
+  /// heads, or the head select_attention_head() chose.
   torch::Tensor attention(const DecoderState& state) const override;
   std::shared_ptr<torch::nn::Module> module() override { return shared_from_this(); }
   int64_t pad_id() const override { return o_.pad_id; }
   int64_t max_positions() const override { return o_.max_position_embeddings; }
+  /// The last decoder layer's cross-attention heads.
+  int64_t attention_heads() const override { return o_.decoder_attention_heads; }
+  void select_attention_head(int64_t head) override;
   const TransformerOptions& options() const { return o_; }
   /// Decoding without the key/value cache: every step runs the decoder over the whole
   /// prefix (for the benchmark and the test that both give the same output).
@@ -167,6 +171,7 @@ class TransformerImpl : public torch::nn::Module, public EncoderDecoder {
   TransformerOptions o_;
   double embed_scale_ = 1.0;
   bool use_cache_ = true;
+  int64_t attention_head_ = -1;  // -1: the mean of the heads
   torch::nn::Embedding source_embedding{nullptr}, target_embedding{nullptr};
   SinusoidalPositions encoder_positions{nullptr}, decoder_positions{nullptr};
   torch::nn::ModuleList encoder_layers, decoder_layers;

@@ -126,6 +126,13 @@ TEST_F(TransformerCli, CrossAttentionHeatMapIsWritten) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const std::string svg = test::read_file(*dir_ / "att.svg");
   for (const char* c : {"八", "绿", "&lt;start&gt;", "<svg"}) EXPECT_NE(svg.find(c), std::string::npos) << c;
+  // One head instead of the mean: another map; a head the model lacks is an error naming its heads.
+  r = translate("--attention-out " + (*dir_ / "head1.svg") + " --attention-head 1", "八只绿猫。\n", &out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(test::read_file(*dir_ / "head1.svg"), svg);
+  r = translate("--attention-out " + (*dir_ / "head9.svg") + " --attention-head 9", "八只绿猫。\n", &out);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("has 4 heads (0-3)"), std::string::npos) << r.output;
 }
 
 // The export is a MarianMTModel directory (config and tensor names; the logits are checked

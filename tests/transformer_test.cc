@@ -156,6 +156,18 @@ TEST(Transformer, CachedStepsGiveTheTeacherForcedLogProbs) {
   EXPECT_EQ(attention.sizes(), (std::vector<int64_t>{3, 9}));
   EXPECT_LE((attention.sum(-1) - 1).abs().max().item<double>(), 1e-5);
   EXPECT_EQ(attention[2].narrow(0, 3, 6).abs().max().item<double>(), 0.0);  // padding gets no weight
+  // The mean of the heads is the mean of the heads one by one.
+  auto replay = [&](int64_t head) {
+    m->select_attention_head(head);
+    auto s = m->start(src);
+    for (int64_t t = 0; t < 6; ++t) m->step(tgt.select(1, t), s);
+    return m->attention(s);
+  };
+  auto sum = torch::zeros_like(attention);
+  for (int64_t h = 0; h < 4; ++h) sum += replay(h);
+  EXPECT_LE((sum / 4 - attention).abs().max().item<double>(), 1e-6);
+  EXPECT_FALSE(torch::allclose(replay(0), replay(1)));
+  EXPECT_THROW(m->select_attention_head(4), Error);
 }
 
 TEST(Transformer, GreedyAndBeamSearchGiveTheSameOutputWithAndWithoutTheCache) {

@@ -31,6 +31,7 @@ struct TranslateArgs {
   std::string constrain;
   std::string attention_out;
   bool truncate = false;
+  int64_t attention_head = -1;
   int64_t batch_size = 64;
   std::string device = "auto";
 };
@@ -121,6 +122,7 @@ int run_translate(const TranslateArgs& a) {
     constraint = load_constraint(*translator, a.constrain, &longest);
     max_length = std::max(max_length, longest + 1);  // room for every allowed sentence + <end>
   }
+  translator->select_attention_head(a.attention_head);
   const auto options = translator->generation_options(a.beam, max_length, a.length_penalty);
   const auto translations = translator->translate(lines, options, constraint.get(), a.batch_size);
   for (const auto& t : translations) std::cout << t.text << "\n";
@@ -169,6 +171,10 @@ void setup_translate(CLI::App& app, int* exit_code) {
   cmd->add_option("--constrain", a->constrain,
                   "only output sentences listed in this file (one English sentence per line)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--attention-head", a->attention_head,
+                  "with --attention-out: draw this head of the last decoder layer's cross-attention "
+                  "(Transformer); -1 = the mean of the heads")
+      ->capture_default_str();
   cmd->add_flag("--truncate", a->truncate,
                 "cut sources longer than the model reads (its position table) instead of stopping");
   cmd->add_option(

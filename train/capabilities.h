@@ -56,6 +56,9 @@ class Translator {
                                                             std::string* why = nullptr) const = 0;
   /// The id that ends a generated sentence.
   virtual int64_t eos_id() const = 0;
+  /// Which attention head the translations' attention rows show (-1: the mean of the heads);
+  /// throws zoo::Error naming the model's heads for one it does not have.
+  virtual void select_attention_head(int64_t head) = 0;
 };
 
 /// A model that continues text (zoo generate).

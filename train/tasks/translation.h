@@ -150,6 +150,7 @@ class TranslationTask : public Task, public Translator {
   const data::Split& split() const { return split_; }
   int64_t bos_id() const { return bos_id_; }
   int64_t eos_id() const override { return eos_id_; }
+  void select_attention_head(int64_t head) override { model_->select_attention_head(head); }
 
  private:
   // Reads data.path and splits it (idempotent).
