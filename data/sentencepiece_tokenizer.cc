@@ -179,6 +179,26 @@ SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_proto, c
 
 SentencePieceTokenizer::~SentencePieceTokenizer() = default;
 
+const std::vector<std::string>& SentencePieceTokenizer::pieces() const {
+  std::lock_guard<std::mutex> lock(pieces_mu_);
+  if (pieces_.empty()) {
+    const std::string all = helper_->request(p::kPieces, "");
+    for (size_t begin = 0; begin < all.size();) {
+      const size_t end = all.find('\0', begin);
+      pieces_.push_back(all.substr(begin, end - begin));
+      begin = end + 1;
+    }
+  }
+  return pieces_;
+}
+
+std::vector<std::string> SentencePieceTokenizer::encode_pieces(std::string_view text) const {
+  const auto& table = pieces();
+  std::vector<std::string> out;
+  for (int64_t id : encode(text)) out.push_back(table.at(static_cast<size_t>(id)));
+  return out;
+}
+
 std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(cat(path, ": missing (a SentencePiece model)"));

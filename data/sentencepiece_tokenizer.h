@@ -3,6 +3,8 @@
 // train --model-type bpe|unigram|word` and saved as tokenizer.model. The library runs in a
 // helper process, zoo-spm (data/spm_bridge/protocol.h says why and how).
 #include <memory>
+#include <mutex>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -30,12 +32,20 @@ class SentencePieceTokenizer : public Tokenizer {
   int64_t eos_id() const override { return eos_id_; }
   void save(const std::string& dir) const override;
   std::string fingerprint() const override { return fnv1a_hex("sentencepiece\n" + proto_); }
+  /// Every piece, by id ("▁the", "s", "<unk>", ...).
+  const std::vector<std::string>& pieces() const;
+  /// UTF-8 text -> its pieces (SentencePiece's EncodeAsPieces).
+  std::vector<std::string> encode_pieces(std::string_view text) const;
+  /// The serialized model (the bytes of a .model file).
+  const std::string& proto() const { return proto_; }
 
  private:
   class Helper;
   std::string proto_;
   std::shared_ptr<Helper> helper_;  // shared by copies; requests are serialised
   int64_t vocab_size_ = 0, eos_id_ = 0;
+  mutable std::vector<std::string> pieces_;  // filled on first use
+  mutable std::mutex pieces_mu_;
 };
 
 }  // namespace zoo::data

@@ -11,6 +11,9 @@
 #include "data/pairs.h"
 #include "data/text.h"
 #include "data/vocab.h"
+#include "train/safetensors.h"
+#include "train/task_registry.h"
+#include "train/tasks/translation.h"
 #include "test_util.h"
 #include "translation_fixtures.h"
 
@@ -162,6 +165,78 @@ TEST_F(TransformerCli, AVocabularyFromAnotherRunIsRefused) {
   auto r = run_zoo("eval --checkpoint " + copy);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("does not belong to this checkpoint"), std::string::npos) << r.output;
+}
+
+// SentencePiece subwords on both sides, one joint vocabulary and shared embeddings: the
+// checkpoint holds source.spm / target.spm, the export is a Marian directory whose tokenizer
+// files (vocab.json, tokenizer_config.json) give the ids zoo reads (checked by a
+// re-implementation of MarianTokenizer over python3-sentencepiece), and the plain-PyTorch
+// Marian computes zoo's logits from them. A SentencePiece model from elsewhere is refused.
+TEST(TransformerSentencePiece, JointSubwordsExportAsAMarianTokenizer) {
+  test::TempDir dir;
+  const std::string pairs = dir / "pairs.txt", config = dir / "spm.json", run = dir / "run";
+  test::write_file(pairs, test::pair_file_text());
+  test::write_file(config, test::tiny_config(pairs,
+                                             R"(, "source_tokenizer": "sentencepiece", "target_tokenizer": "sentencepiece",
+                                                "joint_vocabulary": true, "sentencepiece_model_type": "bpe", "sentencepiece_vocab_size": 90)",
+                                             "transformer"));
+  auto r = run_zoo("train --config " + config + " --output-dir " + run +
+                   " --device cpu --set model.share_encoder_decoder_embeddings=true --set train.max_steps=30");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string checkpoint = run + "/checkpoint-30";
+  for (const char* f : {"source.spm", "target.spm", "vocab.json", "tokenizer_config.json"})
+    EXPECT_TRUE(fs::exists(checkpoint + "/" + f)) << f;
+  const std::string exported = dir / "exported";
+  r = run_zoo("export --checkpoint " + checkpoint + " --out " + exported);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json hf = json::parse(test::read_file(exported + "/config.json"));
+  EXPECT_EQ(hf["share_encoder_decoder_embeddings"], true);
+  EXPECT_EQ(hf["vocab_size"], hf["decoder_vocab_size"]);
+
+  // Zoo's source ids = MarianTokenizer's, sentence by sentence.
+  const std::vector<std::string> sentences = {"三只红猫。", "我喜欢苹果。", "九只白猫。", "鼠"};
+  std::string input;
+  for (const auto& s : sentences) input += s + "\n";
+  test::write_file(dir / "in.txt", input);
+  auto py = test::run(std::string(ZOO_PYTHON) + " " + ZOO_TESTS_DIR + "/py/marian_tokenizer_ref.py " + exported +
+                      " < " + (dir / "in.txt"));
+  ASSERT_EQ(py.exit_code, 0) << py.output;
+  const auto py_lines = lines_of(py.output);
+  ASSERT_EQ(py_lines.size(), sentences.size()) << py.output;
+  auto task = load_task(exported, {}, torch::Device(torch::kCPU));
+  auto* translation = dynamic_cast<TranslationTask*>(task.get());
+  ASSERT_NE(translation, nullptr);
+  std::vector<std::vector<int64_t>> rows;
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const auto ids = translation->encode_source(sentences[i]);
+    std::string ours;
+    for (int64_t id : ids) ours += (ours.empty() ? "" : " ") + std::to_string(id);
+    EXPECT_EQ(ours, py_lines[i]) << sentences[i];
+    rows.push_back(ids);
+  }
+  // ... and the Python Marian gives zoo's logits on them.
+  auto src = data::pad_sequences(rows);
+  auto tgt = torch::full({src.size(0), 3}, translation->bos_id(), torch::kLong);
+  safetensors::save(dir / "io.safetensors", {{"input_ids", src}, {"decoder_input_ids", tgt}});
+  py = test::run_python("hf_marian.py",
+                        "logits " + exported + " " + (dir / "io.safetensors") + " " + (dir / "logits.safetensors"));
+  ASSERT_EQ(py.exit_code, 0) << py.output;
+  auto expected = safetensors::load(dir / "logits.safetensors").tensors.at("logits");
+  torch::NoGradGuard g;
+  task->model()->eval();
+  auto logits = translation->encoder_decoder().forward(src, tgt);
+  EXPECT_LE((logits - expected).abs().max().item<double>(), 1e-4);
+
+  // A SentencePiece model that is not the checkpoint's own.
+  fs::copy_file(checkpoint + "/source.spm", dir / "other.spm");
+  r = run_zoo("tokenizer train --input " + pairs + " --model-type bpe --vocab-size 100 --out " + (dir / "tok"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  fs::copy_file(dir / "tok/tokenizer.model", checkpoint + "/target.spm", fs::copy_options::overwrite_existing);
+  r = run_zoo("eval --checkpoint " + checkpoint + " --device cpu");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("target.spm: this SentencePiece model does not belong to this checkpoint"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -203,6 +203,15 @@ json load_checkpoint_config(const std::string& dir) {
       if (p.contains("image_mean") && p.contains("image_std"))
         out["data"] = {{"mean", p["image_mean"]}, {"std", p["image_std"]}};
     }
+    // A Marian tokenizer (source.spm / target.spm) tells how the sentences were cut.
+    const auto tok = fs::path(dir) / "tokenizer_config.json";
+    if (fs::exists(tok)) {
+      const json t = read_json_file(tok.string());
+      if (t.value("tokenizer_class", "") == "MarianTokenizer")
+        out["data"] = {{"source_tokenizer", "sentencepiece"},
+                       {"target_tokenizer", "sentencepiece"},
+                       {"joint_vocabulary", !t.value("separate_vocabs", false)}};
+    }
     return out;
   }
   return config;

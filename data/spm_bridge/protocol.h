@@ -15,9 +15,10 @@
 //   'L' a serialized model            -> int32 piece count, int32 end-of-text id
 //   'E' UTF-8 text                    -> int32 ids
 //   'D' int32 ids                     -> UTF-8 text
+//   'P' (nothing)                     -> every piece in id order, each followed by a 0 byte
 #include <cstdint>
 
 namespace zoo::data::spm_protocol {
-constexpr char kLoad = 'L', kEncode = 'E', kDecode = 'D';
+constexpr char kLoad = 'L', kEncode = 'E', kDecode = 'D', kPieces = 'P';
 constexpr char kOk = 0, kError = 1;
 }  // namespace zoo::data::spm_protocol

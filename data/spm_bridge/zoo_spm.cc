@@ -81,6 +81,11 @@ int serve() {
         ids[i] = x;
       }
       status = sp.Decode(ids, &out);
+    } else if (op == p::kPieces) {
+      for (int i = 0; i < sp.GetPieceSize(); ++i) {
+        out += sp.IdToPiece(i);
+        out += '\0';
+      }
     } else {
       status = sentencepiece::util::Status(sentencepiece::util::StatusCode::kInvalidArgument, "unknown request");
     }

@@ -1,9 +1,9 @@
 #include "train/tasks/translation.h"
 
-#include <set>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "core/paths.h"
 #include "data/text.h"
@@ -58,6 +58,8 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
   config_ = config;
   context_ = context;
   data_ = read_options<TranslationDataOptions>(config.value("data", json::object()), "data");
+  source_text_ = SideTokenizer(data_.source_tokenizer, true);
+  target_text_ = SideTokenizer(data_.target_tokenizer, false);
   const json& model_section = config.at("model");
   source_vocab_size_ = model_int(model_section, "source_vocab_size", 0);
   target_vocab_size_ = model_int(model_section, "target_vocab_size", 0);
@@ -72,10 +74,12 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
 
   if (checkpoint_dir.empty()) {
     load_split();
+    train_tokenizers();
     fit_vocabularies();
     check_vocabulary_sizes();
     find_special_ids("the training split of data.path");
   } else {
+    load_tokenizers(checkpoint_dir);
     load_vocabularies(checkpoint_dir);
     find_special_ids((fs::path(checkpoint_dir) / kTargetVocabFile).string());
   }
@@ -160,13 +164,55 @@ void TranslationTask::load_split() {
   split_loaded_ = true;
 }
 
+void TranslationTask::train_tokenizers() {
+  std::vector<std::string> sources, targets;
+  for (const auto& p : split_.train) {
+    if (source_text_.subwords()) sources.push_back(source_text_.normalize(p.source));
+    if (target_text_.subwords()) targets.push_back(target_text_.normalize(p.target));
+  }
+  const auto& type = data_.sentencepiece_model_type;
+  const int64_t size = data_.sentencepiece_vocab_size;
+  if (data_.joint_vocabulary && source_text_.subwords() && target_text_.subwords()) {
+    sources.insert(sources.end(), targets.begin(), targets.end());
+    source_text_.train(sources, type, size);
+    target_text_.share(source_text_);
+  } else {
+    if (source_text_.subwords()) source_text_.train(sources, type, size);
+    if (target_text_.subwords()) target_text_.train(targets, type, size);
+  }
+  // The checkpoint's config says which models its source.spm / target.spm must be.
+  config_["data"]["source_tokenizer_fingerprint"] = data_.source_tokenizer_fingerprint = source_text_.fingerprint();
+  config_["data"]["target_tokenizer_fingerprint"] = data_.target_tokenizer_fingerprint = target_text_.fingerprint();
+}
+
+void TranslationTask::load_tokenizers(const std::string& dir) {
+  const std::pair<SideTokenizer*, const char*> sides[] = {{&source_text_, "source"}, {&target_text_, "target"}};
+  for (auto [side, name] : sides) {
+    const std::string file = cat(name, ".spm");
+    side->load(dir, file);
+    const std::string& expected = side == &source_text_ ? data_.source_tokenizer_fingerprint
+                                                        : data_.target_tokenizer_fingerprint;
+    // (A Hugging Face directory names no fingerprint: its files are taken as they are.)
+    if (side->subwords() && !expected.empty() && side->fingerprint() != expected)
+      throw Error(cat((fs::path(dir) / file).string(), ": this SentencePiece model does not belong to this checkpoint ",
+                      "(its fingerprint is ", side->fingerprint(), "; the checkpoint was trained with ", expected,
+                      "); put back the ", file, " it was saved with"));
+  }
+}
+
 void TranslationTask::fit_vocabularies() {
   std::vector<std::string> sources, targets;
   sources.reserve(split_.train.size());
   targets.reserve(split_.train.size());
   for (const auto& p : split_.train) {
-    sources.push_back(data::preprocess_chinese(p.source));
-    targets.push_back(data::preprocess_eng(p.target));
+    sources.push_back(source_text_.tokens(p.source));
+    targets.push_back(target_text_.tokens(p.target));
+  }
+  if (data_.joint_vocabulary) {
+    std::vector<std::string> both = sources;
+    both.insert(both.end(), targets.begin(), targets.end());
+    source_vocab_ = target_vocab_ = data::Vocab::fit(both, data_.target_num_words, data_.oov_token);
+    return;
   }
   source_vocab_ = data::Vocab::fit(sources, data_.source_num_words, data_.oov_token);
   target_vocab_ = data::Vocab::fit(targets, data_.target_num_words, data_.oov_token);
@@ -200,8 +246,8 @@ void TranslationTask::encode_training_pairs() {
   train_cost_.clear();
   int64_t dropped = 0;
   for (const auto& p : split_.train) {
-    std::vector<int64_t> src = source_vocab_.encode(data::preprocess_chinese(p.source));
-    std::vector<int64_t> tgt = target_vocab_.encode(data::preprocess_eng(p.target));
+    std::vector<int64_t> src = source_vocab_.encode(source_text_.tokens(p.source));
+    std::vector<int64_t> tgt = target_vocab_.encode(target_text_.tokens(p.target));
     const auto n_src = static_cast<int64_t>(src.size()) - 2;  // without <start>/<end>
     const auto n_tgt = static_cast<int64_t>(tgt.size()) - 2;
     const int64_t limit = model_->max_positions();
@@ -321,7 +367,7 @@ Metrics TranslationTask::evaluate(const std::string& split, int64_t batch_size,
   std::vector<int64_t> lengths;
   for (const auto& p : pairs) {
     sources.push_back(encode_source(p.source));
-    targets.push_back(target_vocab_.encode(data::preprocess_eng(p.target)));
+    targets.push_back(target_vocab_.encode(target_text_.tokens(p.target)));
     references.push_back(reference_text(p.target));
     lengths.push_back(static_cast<int64_t>(sources.back().size()));
   }
@@ -433,7 +479,7 @@ std::vector<Translation> TranslationTask::translate(const std::vector<std::strin
 
 std::optional<std::vector<int64_t>> TranslationTask::encode_target(const std::string& sentence,
                                                                    std::string* why) const {
-  const std::vector<std::string> words = inner_tokens(data::preprocess_eng(sentence));
+  const std::vector<std::string> words = inner_tokens(target_text_.tokens(sentence));
   if (words.empty()) {
     if (why) *why = "no words left after preprocessing (only digits or symbols?)";
     return std::nullopt;
@@ -473,7 +519,7 @@ std::string utf8_prefix(const std::string& s, size_t bytes) {
 std::vector<int64_t> TranslationTask::encode_source(const std::string& sentence,
                                                     std::vector<std::string>* tokens) const {
   std::vector<int64_t> ids;
-  for (const auto& token : data::split_tokens(data::preprocess_chinese(sentence))) {
+  for (const auto& token : data::split_tokens(source_text_.tokens(sentence))) {
     // One id per character; without an OOV token unknown characters are dropped (Keras).
     const std::vector<int64_t> id = source_vocab_.encode(token);
     if (id.empty()) continue;
@@ -483,7 +529,7 @@ std::vector<int64_t> TranslationTask::encode_source(const std::string& sentence,
   const auto limit = static_cast<size_t>(model_->max_positions());
   if (limit > 1 && ids.size() > limit) {
     if (!data_.truncate_source)
-      throw Error(cat("a source sentence of ", ids.size(), " tokens (<start> and <end> included) is longer than the ",
+      throw Error(cat("a source sentence of ", ids.size(), " tokens (its <start>/<end> markers included) is longer than the ",
                       limit, " this model reads (model.max_position_embeddings): '", utf8_prefix(sentence, 60),
                       sentence.size() > 60 ? "...'" : "'",
                       "; set data.truncate_source=true (zoo translate --truncate) to cut it"));
@@ -503,12 +549,39 @@ std::string TranslationTask::detokenize(const std::vector<int64_t>& ids) const {
   std::vector<int64_t> words;
   for (int64_t id : ids)
     if (id != eos_id_ && id != bos_id_ && id != model_->pad_id()) words.push_back(id);
-  return target_vocab_.decode(words);
+  if (!target_text_.subwords()) return target_vocab_.decode(words);
+  std::vector<std::string> pieces;
+  for (int64_t id : words) {
+    const bool known = id > 0 && id < target_vocab_.size();
+    pieces.push_back(known ? target_vocab_.word(id) : data_.oov_token);
+  }
+  return target_text_.detokenize(pieces);
 }
 
 void TranslationTask::save_assets(const std::string& dir) const {
+  source_text_.save(dir, "source.spm");
+  target_text_.save(dir, "target.spm");
   source_vocab_.save((fs::path(dir) / kSourceVocabFile).string());
   target_vocab_.save((fs::path(dir) / kTargetVocabFile).string());
+  if (data_.joint_vocabulary && source_text_.subwords() && target_text_.subwords()) save_marian_tokenizer(dir);
+}
+
+// Hugging Face's MarianTokenizer reads source.spm / target.spm (written above), vocab.json
+// (piece -> id) and tokenizer_config.json. It encodes a source as its pieces' ids + </s>,
+// which is how SideTokenizer frames SentencePiece sources; </s>, <unk> and <pad> name our
+// <end>, OOV and padding ids.
+void TranslationTask::save_marian_tokenizer(const std::string& dir) const {
+  json vocab = json::object();
+  for (int64_t id = 1; id < source_vocab_.size(); ++id)
+    if (!source_vocab_.word(id).empty()) vocab[source_vocab_.word(id)] = id;
+  vocab["</s>"] = eos_id_;
+  vocab["<unk>"] = source_vocab_.oov_index();
+  vocab["<pad>"] = kPadId;
+  write_json_file((fs::path(dir) / "vocab.json").string(), vocab);
+  write_json_file((fs::path(dir) / "tokenizer_config.json").string(),
+                  json{{"tokenizer_class", "MarianTokenizer"}, {"source_lang", "zh"}, {"target_lang", "en"},
+                       {"separate_vocabs", false}, {"eos_token", "</s>"}, {"unk_token", "<unk>"},
+                       {"pad_token", "<pad>"}, {"model_max_length", std::max<int64_t>(model_->max_positions(), 1)}});
 }
 
 }  // namespace zoo

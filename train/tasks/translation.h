@@ -24,6 +24,7 @@
 #include "models/generation.h"
 #include "train/capabilities.h"
 #include "train/task.h"
+#include "train/tasks/translation_text.h"
 
 namespace zoo {
 
@@ -46,6 +47,13 @@ struct TranslationDataOptions {
   int64_t max_eval_samples = 0;  // 0: the whole split
   bool truncate_source = false;
   int64_t batch_tokens = 0;  // 0: batches of train.per_device_train_batch_size pairs
+  std::string source_tokenizer = "char";
+  std::string target_tokenizer = "word";
+  bool joint_vocabulary = false;
+  std::string sentencepiece_model_type = "unigram";
+  int64_t sentencepiece_vocab_size = 8000;
+  std::string source_tokenizer_fingerprint;  // filled in by training
+  std::string target_tokenizer_fingerprint;
 
   template <class V>
   void fields(V& v) {
@@ -80,6 +88,26 @@ struct TranslationDataOptions {
       between(1, 1000));
     v("max_eval_samples", max_eval_samples, "evaluate on the first N pairs of the split; 0 = all",
       at_least(0));
+    v("source_tokenizer", source_tokenizer,
+      "Chinese side: char (document 000: a token per character) | word (the text's own "
+      "whitespace-separated words, for segmented text) | sentencepiece (subwords learned from the "
+      "training split)",
+      one_of({"char", "word", "sentencepiece"}));
+    v("target_tokenizer", target_tokenizer,
+      "English side: word (document 000's preprocessing) | sentencepiece (subwords of that "
+      "preprocessed text)",
+      one_of({"word", "sentencepiece"}));
+    v("joint_vocabulary", joint_vocabulary,
+      "one vocabulary (and one SentencePiece model) for both sides, so the model can share "
+      "its embeddings (model.share_encoder_decoder_embeddings)");
+    v("sentencepiece_model_type", sentencepiece_model_type, "SentencePiece algorithm",
+      one_of({"unigram", "bpe"}));
+    v("sentencepiece_vocab_size", sentencepiece_vocab_size,
+      "pieces of each SentencePiece model (of the joint one with joint_vocabulary)", at_least(8));
+    v("source_tokenizer_fingerprint", source_tokenizer_fingerprint,
+      "written by training: the SentencePiece model a checkpoint's source.spm must be");
+    v("target_tokenizer_fingerprint", target_tokenizer_fingerprint,
+      "written by training: the SentencePiece model a checkpoint's target.spm must be");
     v("batch_tokens", batch_tokens,
       "training batches of about N tokens (pairs x the longest source or target, padding "
       "included; fairseq's and Marian's max_tokens) instead of per_device_train_batch_size "
@@ -139,6 +167,11 @@ class TranslationTask : public Task, public Translator {
   /// the reason in `why` when a word is not in the vocabulary or nothing is left.
   std::optional<std::vector<int64_t>> encode_target(const std::string& sentence,
                                                     std::string* why = nullptr) const override;
+  /// The source ids the model reads for a raw sentence, and the token shown for each id
+  /// (framed as data.source_tokenizer frames it). A sentence longer than the model reads is a
+  /// zoo::Error naming the limit, or cut with data.truncate_source.
+  std::vector<int64_t> encode_source(const std::string& sentence,
+                                     std::vector<std::string>* tokens = nullptr) const;
   /// Preprocessed English without <start>/<end>: what BLEU compares against.
   static std::string reference_text(const std::string& english);
 
@@ -161,6 +194,12 @@ class TranslationTask : public Task, public Translator {
   // The preprocessed sources of the training split (for BLEU on unseen sources).
   std::set<std::string> training_sources();
   void fit_vocabularies();
+  // Trains the SentencePiece models of the sides that use one, on the training split.
+  void train_tokenizers();
+  // Loads them from a checkpoint, checking they are the ones it was trained with.
+  void load_tokenizers(const std::string& dir);
+  // vocab.json + tokenizer_config.json for Hugging Face's MarianTokenizer (joint SentencePiece).
+  void save_marian_tokenizer(const std::string& dir) const;
   void load_vocabularies(const std::string& dir);
   // Vocabulary sizes from the data, checked against (or filled into) the model section's.
   void check_vocabulary_sizes();
@@ -168,9 +207,6 @@ class TranslationTask : public Task, public Translator {
   // `where` names the vocabulary's origin in messages.
   void find_special_ids(const std::string& where);
   void encode_training_pairs();
-  // Source ids of a raw sentence and the token shown for each id (<start> ... <end>).
-  std::vector<int64_t> encode_source(const std::string& sentence,
-                                     std::vector<std::string>* tokens = nullptr) const;
   std::string detokenize(const std::vector<int64_t>& ids) const;
 
   TranslationDataOptions data_;
@@ -180,6 +216,7 @@ class TranslationTask : public Task, public Translator {
   std::shared_ptr<models::EncoderDecoder> model_;
   std::string checkpoint_dir_;
   data::Vocab source_vocab_, target_vocab_;
+  SideTokenizer source_text_{"char", true}, target_text_{"word", false};
   int64_t bos_id_ = -1, eos_id_ = -1;
   bool split_loaded_ = false;
   data::Split split_;
