@@ -17,14 +17,13 @@
 #include "core/threads.h"
 #include "models/generation.h"
 #include "models/gpt.h"
+#include "tools/bench/bench_util.h"
 #include "train/optimizers.h"
 #include "train/slices.h"
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using zoo::bench::seconds_since;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

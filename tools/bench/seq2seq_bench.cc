@@ -21,6 +21,7 @@
 #include <torch/torch.h>
 
 #include "models/seq2seq.h"
+#include "tools/bench/bench_util.h"
 #include "core/threads.h"
 #include "train/device.h"
 #include "train/safetensors.h"
@@ -29,22 +30,11 @@ namespace {
 
 constexpr int64_t kPad = 0, kBos = 2, kEos = 3, kFirstWord = 4;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using zoo::bench::seconds_since;
 
-// (B, len) random tokens; row r is len - r % (len / 2) long, framed by bos/eos if asked.
+// (B, len) random tokens; see bench_util.h.
 torch::Tensor synthetic(int64_t batch, int64_t len, int64_t vocab, bool framed) {
-  auto x = torch::randint(kFirstWord, vocab, {batch, len}, torch::kLong);
-  for (int64_t r = 0; r < batch; ++r) {
-    const int64_t n = len - r % std::max<int64_t>(1, len / 2);
-    if (framed) {
-      x[r][0] = kBos;
-      x[r][n - 1] = kEos;
-    }
-    if (n < len) x[r].narrow(0, n, len - n).fill_(kPad);
-  }
-  return x;
+  return zoo::bench::synthetic_sentences(batch, len, vocab, framed, {kPad, kBos, kEos, kFirstWord});
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "py"))
 import seq2seq_doc000 as doc  # noqa: E402
 import st_io  # noqa: E402
+import bench_data  # noqa: E402  (beside this script)
 
 PAD, BOS, EOS, FIRST_WORD = 0, 2, 3, 4
 
@@ -49,13 +50,7 @@ decoder = doc.Decoder(a.tgt_vocab, a.embedding, a.units, a.batch)
 
 
 def synthetic(batch, length, vocab, framed):
-    x = torch.randint(FIRST_WORD, vocab, (batch, length))
-    for r in range(batch):
-        n = length - r % max(1, length // 2)
-        if framed:
-            x[r, 0], x[r, n - 1] = BOS, EOS
-        x[r, n:] = PAD
-    return x
+    return bench_data.synthetic(batch, length, vocab, framed, PAD, BOS, EOS, FIRST_WORD)
 
 
 def loss_function(real, pred):

@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+import bench_data  # beside this script
+
 PAD, BOS, EOS, FIRST_WORD = 0, 1, 2, 3
 
 p = argparse.ArgumentParser()
@@ -67,13 +69,7 @@ class Seq2SeqTransformer(nn.Module):
 
 
 def synthetic(batch, length, vocab, framed):
-    x = torch.randint(FIRST_WORD, vocab, (batch, length))
-    for r in range(batch):
-        n = length - r % max(1, length // 2)
-        if framed:
-            x[r, 0], x[r, n - 1] = BOS, EOS
-        x[r, n:] = PAD
-    return x
+    return bench_data.synthetic(batch, length, vocab, framed, PAD, BOS, EOS, FIRST_WORD)
 
 
 def train():

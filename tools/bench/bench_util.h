@@ -1,0 +1,37 @@
+#pragma once
+// Shared by the C++ sides of the benchmarks (tools/bench/*_bench.cc).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+
+#include <torch/torch.h>
+
+namespace zoo::bench {
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Special ids of the synthetic sentences; the Python sides (tools/bench/bench_data.py) use
+/// the same shapes.
+struct SyntheticIds {
+  int64_t pad = 0, bos = 1, eos = 2, first_word = 3;
+};
+
+/// (B, len) random tokens in [first_word, vocab); row r is len - r % (len / 2) long, framed
+/// by bos/eos if asked, padded at the end.
+inline torch::Tensor synthetic_sentences(int64_t batch, int64_t len, int64_t vocab, bool framed,
+                                         const SyntheticIds& ids = {}) {
+  auto x = torch::randint(ids.first_word, vocab, {batch, len}, torch::kLong);
+  for (int64_t r = 0; r < batch; ++r) {
+    const int64_t n = len - r % std::max<int64_t>(1, len / 2);
+    if (framed) {
+      x[r][0] = ids.bos;
+      x[r][n - 1] = ids.eos;
+    }
+    if (n < len) x[r].narrow(0, n, len - n).fill_(ids.pad);
+  }
+  return x;
+}
+
+}  // namespace zoo::bench
