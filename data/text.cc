@@ -280,4 +280,35 @@ std::vector<std::string> split_tokens(const std::string& s) {
   return out;
 }
 
+std::vector<std::string> basic_english(const std::string& text) {
+  const std::string lower = to_lower(text);
+  std::string out;
+  out.reserve(lower.size() + lower.size() / 4);
+  for (size_t i = 0; i < lower.size(); ++i) {
+    const char c = lower[i];
+    switch (c) {
+      case '\'': out += " '  "; break;
+      case '"': break;
+      case '.': out += " . "; break;
+      case ',': out += " , "; break;
+      case '(': out += " ( "; break;
+      case ')': out += " ) "; break;
+      case '!': out += " ! "; break;
+      case '?': out += " ? "; break;
+      case ';':
+      case ':': out += ' '; break;
+      case '<':
+        if (lower.compare(i, 6, "<br />") == 0) {
+          out += ' ';
+          i += 5;
+          break;
+        }
+        out += c;
+        break;
+      default: out += c;
+    }
+  }
+  return python_split(out);
+}
+
 }  // namespace zoo::data

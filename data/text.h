@@ -68,6 +68,11 @@ std::string preprocess_eng(const std::string& s);
 /// "<start> ... <end>". "我爱你。" -> "<start> 我 爱 你 。 <end>".
 std::string preprocess_chinese(const std::string& s);
 
+/// torchtext's get_tokenizer("basic_english") (document 000's BERT data): lower-case, then in
+/// order: ' -> " '  ", drop ", . -> " . ", "<br />" -> " ", , ( ) ! ? -> spaced, ; : -> " ",
+/// and split on whitespace. "Don't stop." -> {"don", "'", "t", "stop", "."}.
+std::vector<std::string> basic_english(const std::string& text);
+
 /// Splits on ' ' only, dropping empty pieces (Keras text_to_word_sequence with split=' ').
 /// Other whitespace (tabs, U+3000) stays inside tokens.
 std::vector<std::string> split_tokens(const std::string& s);
