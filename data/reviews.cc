@@ -132,10 +132,14 @@ std::vector<CsvRow> parse_csv(const std::string& text, const std::string& where)
         } else {
           in_quotes = false;
         }
-      } else {
-        if (c == '\n') ++line;
-        field += c;
+        continue;
       }
+      // The run up to the next quote at once (newlines counted).
+      size_t end = text.find('"', i);
+      if (end == std::string::npos) end = text.size();
+      line += std::count(text.begin() + static_cast<std::ptrdiff_t>(i), text.begin() + static_cast<std::ptrdiff_t>(end), '\n');
+      field.append(text, i, end - i);
+      i = end - 1;
       continue;
     }
     if (c == '"' && !field_started) {
@@ -148,9 +152,12 @@ std::vector<CsvRow> parse_csv(const std::string& text, const std::string& where)
       if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
       ++line;
       end_row();
-    } else {
-      field += c;
+    } else {  // an unquoted run up to the next separator
+      size_t end = text.find_first_of(",\r\n", i);
+      if (end == std::string::npos) end = text.size();
+      field.append(text, i, end - i);
       field_started = true;
+      i = end - 1;
     }
   }
   if (in_quotes)

@@ -193,7 +193,37 @@ std::string python_strip(const std::string& utf8) {
   return utf32_to_utf8(strip32(utf8_to_utf32(utf8)));
 }
 
+namespace {
+// str.isspace() for an ASCII byte: \t\n\v\f\r, \x1c-\x1f and the space.
+bool ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
+}  // namespace
+
+int64_t python_split_count(const std::string& utf8) {
+  if (!is_ascii(utf8)) return static_cast<int64_t>(python_split(utf8).size());
+  int64_t n = 0;
+  bool in_word = false;
+  for (char c : utf8) {
+    const bool space = ascii_space(c);
+    n += !space && !in_word;
+    in_word = !space;
+  }
+  return n;
+}
+
 std::vector<std::string> python_split(const std::string& utf8) {
+  if (is_ascii(utf8)) {  // the common case, without the code-point round trip
+    std::vector<std::string> out;
+    for (size_t i = 0; i < utf8.size();) {
+      if (ascii_space(utf8[i])) {
+        ++i;
+        continue;
+      }
+      const size_t start = i;
+      while (i < utf8.size() && !ascii_space(utf8[i])) ++i;
+      out.emplace_back(utf8, start, i - start);
+    }
+    return out;
+  }
   const std::u32string s = utf8_to_utf32(utf8);
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
@@ -281,8 +311,14 @@ std::vector<std::string> split_tokens(const std::string& s) {
 }
 
 std::vector<std::string> basic_english(const std::string& text) {
+  std::string spaced;
+  basic_english_spaced(text, spaced);
+  return python_split(spaced);
+}
+
+void basic_english_spaced(const std::string& text, std::string& out) {
   const std::string lower = to_lower(text);
-  std::string out;
+  out.clear();
   out.reserve(lower.size() + lower.size() / 4);
   for (size_t i = 0; i < lower.size(); ++i) {
     const char c = lower[i];
@@ -308,7 +344,6 @@ std::vector<std::string> basic_english(const std::string& text) {
       default: out += c;
     }
   }
-  return python_split(out);
 }
 
 }  // namespace zoo::data

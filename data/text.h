@@ -49,6 +49,8 @@ std::string python_strip(const std::string& utf8);
 
 /// Python's str.split() without arguments: splits on runs of Unicode whitespace.
 std::vector<std::string> python_split(const std::string& utf8);
+/// len(s.split()), without building the pieces.
+int64_t python_split_count(const std::string& utf8);
 
 /// Python's str.lower() (full Unicode lower-casing, root locale).
 std::string to_lower(const std::string& utf8);
@@ -72,6 +74,8 @@ std::string preprocess_chinese(const std::string& s);
 /// order: ' -> " '  ", drop ", . -> " . ", "<br />" -> " ", , ( ) ! ? -> spaced, ; : -> " ",
 /// and split on whitespace. "Don't stop." -> {"don", "'", "t", "stop", "."}.
 std::vector<std::string> basic_english(const std::string& text);
+/// basic_english before the split: the lower-cased text with its replacements, into `out`.
+void basic_english_spaced(const std::string& text, std::string& out);
 
 /// Splits on ' ' only, dropping empty pieces (Keras text_to_word_sequence with split=' ').
 /// Other whitespace (tabs, U+3000) stays inside tokens.

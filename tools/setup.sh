@@ -26,6 +26,7 @@ PACKAGES=(
   libicu-dev zlib1g-dev libstb-dev
   dataset-fashion-mnist     # Fashion-MNIST IDX files in /usr/share/datasets/fashion-mnist
   python3-torch python3-numpy python3-nltk python3-sentencepiece   # reference scripts used by the tests
+  python3-pandas python3-tqdm   # document 000's BERT data preparation (tools/bench/bert_prep_bench.sh)
 )
 
 if [ "$INSTALL" = 1 ]; then
