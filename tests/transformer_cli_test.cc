@@ -148,6 +148,7 @@ TEST_F(TransformerCli, MarianExportTranslatesTheSame) {
   const json hf = json::parse(test::read_file(exported + "/config.json"));
   EXPECT_EQ(hf["model_type"], "marian");
   EXPECT_EQ(hf["architectures"][0], "MarianMTModel");
+  EXPECT_NE(r.output.find("no MarianTokenizer files written"), std::string::npos) << r.output;
   const std::string input = "三只红猫。\n四只黄猫。\n";
   std::string ours;
   ASSERT_EQ(translate("--beam 2", input, &ours).exit_code, 0);

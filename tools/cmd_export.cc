@@ -39,6 +39,13 @@ int run_export(const ExportArgs& a) {
                 {"image_mean", d["mean"]}, {"image_std", d["std"]}};
     write_json_file((fs::path(a.out) / "preprocessor_config.json").string(), pre);
   }
+  if (config.at("model").value("model_type", "") == "transformer" && !fs::exists(fs::path(a.out) / "vocab.json"))
+    std::cerr << "zoo: note: no MarianTokenizer files written: they need SentencePiece on both sides with one joint "
+                 "vocabulary (data.source_tokenizer=sentencepiece, data.target_tokenizer=sentencepiece, "
+                 "data.joint_vocabulary=true); this checkpoint has data.source_tokenizer="
+              << config.value("data", json::object()).value("source_tokenizer", "char") << ", data.target_tokenizer="
+              << config.value("data", json::object()).value("target_tokenizer", "word")
+              << ", so Python needs zoo's source_vocab.json / target_vocab.json to encode text for it" << std::endl;
   std::cout << "exported " << a.checkpoint << " to " << a.out << " (model.safetensors, config.json)" << std::endl;
   return 0;
 }
