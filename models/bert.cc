@@ -1,0 +1,126 @@
+#include "models/bert.h"
+
+#include "models/kernels/gelu.h"
+#include "models/module_path.h"
+
+namespace zoo::models {
+
+void BertOptions::validate() const {
+  if (hidden_size % num_attention_heads != 0)
+    throw Error(cat("config: model.hidden_size (", hidden_size, ") must be divisible by model.num_attention_heads (",
+                    num_attention_heads, ")"));
+  if (vocab_size <= 0) throw Error("config: model.vocab_size must be set (or come from the data's vocabulary)");
+  if (pad_token_id >= vocab_size)
+    throw Error(cat("config: model.pad_token_id (", pad_token_id, ") must be below model.vocab_size (", vocab_size, ")"));
+}
+
+namespace {
+torch::nn::LayerNorm layer_norm(const BertOptions& o) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.hidden_size}).eps(o.layer_norm_eps));
+}
+}  // namespace
+
+BertLayerImpl::BertLayerImpl(const BertOptions& o)
+    : attention(register_module("attention",
+                                MultiHeadAttention(MultiHeadAttentionOptions(o.hidden_size, o.num_attention_heads)
+                                                       .dropout(o.attention_probs_dropout_prob)
+                                                       .names("self.query", "self.key", "self.value",
+                                                              "output.dense")))),
+      attention_block(*this, ResidualOptions(o.hidden_size)
+                                 .pre_norm(false)
+                                 .eps(o.layer_norm_eps)
+                                 .dropout(o.hidden_dropout_prob)
+                                 .norm_name("attention.output.LayerNorm")),
+      output_block(*this, ResidualOptions(o.hidden_size)
+                              .pre_norm(false)
+                              .eps(o.layer_norm_eps)
+                              .dropout(o.hidden_dropout_prob)
+                              .norm_name("output.LayerNorm")),
+      feed_forward(*this, FeedForwardOptions(o.hidden_size, o.intermediate_size)
+                              .activation(o.hidden_act)
+                              .fc1_name("intermediate.dense")
+                              .fc2_name("output.dense")) {}
+
+torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& attention_mask) {
+  auto h = attention_block(x, [&](const torch::Tensor& n) { return attention(n, AttentionMask(attention_mask)); });
+  return output_block(h, [&](const torch::Tensor& n) { return feed_forward(n); });
+}
+
+BertModelImpl::BertModelImpl(const BertOptions& o) : o_(o) {
+  o.validate();
+  word_embeddings = register_at(*this, "embeddings.word_embeddings",
+                                torch::nn::Embedding(torch::nn::EmbeddingOptions(o.vocab_size, o.hidden_size)
+                                                         .padding_idx(o.pad_token_id)));
+  positions.emplace(*this, LearnedPositionsOptions(o.max_position_embeddings, o.hidden_size)
+                               .name("embeddings.position_embeddings"));
+  token_type_embeddings = register_at(*this, "embeddings.token_type_embeddings",
+                                      torch::nn::Embedding(o.type_vocab_size, o.hidden_size));
+  embeddings_norm = register_at(*this, "embeddings.LayerNorm", layer_norm(o));
+  for (int64_t i = 0; i < o.num_hidden_layers; ++i) layers->push_back(BertLayer(o));
+  register_at(*this, "encoder.layer", layers);
+  pooler = register_at(*this, "pooler.dense", torch::nn::Linear(o.hidden_size, o.hidden_size));
+}
+
+torch::Tensor BertModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
+                                     const torch::Tensor& attention_mask) {
+  TORCH_CHECK(input_ids.dim() == 2, "BERT expects input_ids of shape (B, T), got ", input_ids.sizes());
+  if (input_ids.size(1) > o_.max_position_embeddings)
+    throw Error(cat("BERT: ", input_ids.size(1), " tokens but the model has ", o_.max_position_embeddings,
+                    " positions (model.max_position_embeddings)"));
+  auto types = token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids);
+  auto x = (*positions)(word_embeddings(input_ids) + token_type_embeddings(types));
+  x = embeddings_norm(x);
+  if (o_.hidden_dropout_prob > 0) x = torch::dropout(x, o_.hidden_dropout_prob, is_training());
+  for (const auto& layer : *layers) x = layer->as<BertLayer>()->forward(x, attention_mask);
+  return x;
+}
+
+torch::Tensor BertModelImpl::pool(const torch::Tensor& hidden) { return torch::tanh(pooler(hidden.select(1, 0))); }
+
+BertForPreTrainingImpl::BertForPreTrainingImpl(const BertOptions& o) : o_(o) {
+  bert = register_module("bert", BertModel(o));
+  transform = register_at(*this, "cls.predictions.transform.dense", torch::nn::Linear(o.hidden_size, o.hidden_size));
+  transform_norm = register_at(*this, "cls.predictions.transform.LayerNorm", layer_norm(o));
+  bias = register_parameter_at(*this, "cls.predictions.bias", torch::zeros({o.vocab_size}));
+  seq_relationship = register_at(*this, "cls.seq_relationship", torch::nn::Linear(o.hidden_size, 2));
+  init_weights_hf(*this, o.initializer_range);
+}
+
+BertPreTrainingOutput BertForPreTrainingImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
+                                                      const torch::Tensor& attention_mask) {
+  auto hidden = bert(input_ids, token_type_ids, attention_mask);
+  auto t = transform_norm(activation(o_.hidden_act, transform(hidden)));
+  return {torch::nn::functional::linear(t, bert->word_embeddings->weight, bias),
+          seq_relationship(bert->pool(hidden))};
+}
+
+BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(const BertOptions& o) : o_(o) {
+  bert = register_module("bert", BertModel(o));
+  classifier = register_module("classifier", torch::nn::Linear(o.hidden_size, o.num_labels));
+  init_weights_hf(*this, o.initializer_range);
+}
+
+torch::Tensor BertForSequenceClassificationImpl::forward(const torch::Tensor& input_ids,
+                                                         const torch::Tensor& token_type_ids,
+                                                         const torch::Tensor& attention_mask) {
+  auto pooled = bert->pool(bert(input_ids, token_type_ids, attention_mask));
+  if (o_.hidden_dropout_prob > 0) pooled = torch::dropout(pooled, o_.hidden_dropout_prob, is_training());
+  return classifier(pooled);
+}
+
+void bert_from_hf_tensors(std::map<std::string, torch::Tensor>& tensors) {
+  for (const char* name : {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias",
+                           "bert.embeddings.position_ids"})
+    tensors.erase(name);
+}
+
+void bert_to_hf_tensors(std::map<std::string, torch::Tensor>& tensors) {
+  auto words = tensors.find("bert.embeddings.word_embeddings.weight");
+  auto bias = tensors.find("cls.predictions.bias");
+  if (words != tensors.end() && bias != tensors.end()) {
+    tensors["cls.predictions.decoder.weight"] = words->second.clone();
+    tensors["cls.predictions.decoder.bias"] = bias->second.clone();
+  }
+}
+
+}  // namespace zoo::models

@@ -1,0 +1,148 @@
+#pragma once
+// BERT (Devlin et al. 2019; documents 000/003/004) on the shared blocks, laid out like Hugging
+// Face's BertForPreTraining / BertForSequenceClassification so that their model.safetensors
+// load unchanged:
+//
+//   bert.embeddings.{word,position,token_type}_embeddings, bert.embeddings.LayerNorm
+//   bert.encoder.layer.N.attention.self.{query,key,value}
+//   bert.encoder.layer.N.attention.output.dense, .attention.output.LayerNorm   (post-norm)
+//   bert.encoder.layer.N.intermediate.dense, .output.dense, .output.LayerNorm
+//   bert.pooler.dense                                   tanh on the first token ([CLS])
+//   cls.predictions.transform.dense, .transform.LayerNorm, cls.predictions.bias
+//       (the MLM decoder is the word embedding, tied: cls.predictions.decoder.weight is not
+//       stored)
+//   cls.seq_relationship                                next-sentence head, 2 ways
+//   classifier                                          sequence classification head
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/options.h"
+#include "models/attention.h"
+#include "models/blocks.h"
+
+namespace zoo::models {
+
+/// Hugging Face BertConfig field names and defaults (bert-base-uncased).
+struct BertOptions {
+  int64_t vocab_size = 30522;  // 0: from the data's vocabulary
+  int64_t hidden_size = 768;
+  int64_t num_hidden_layers = 12;
+  int64_t num_attention_heads = 12;
+  int64_t intermediate_size = 3072;
+  std::string hidden_act = "gelu";
+  double hidden_dropout_prob = 0.1;
+  double attention_probs_dropout_prob = 0.1;
+  int64_t max_position_embeddings = 512;
+  int64_t type_vocab_size = 2;
+  double initializer_range = 0.02;
+  double layer_norm_eps = 1e-12;
+  int64_t pad_token_id = 0;
+  int64_t num_labels = 2;
+
+  template <class V>
+  void fields(V& v) {
+    v("vocab_size", vocab_size, "tokens in the vocabulary (0: from the data)", at_least(0));
+    v("hidden_size", hidden_size, "width of the token vectors", at_least(1));
+    v("num_hidden_layers", num_hidden_layers, "encoder layers", at_least(1));
+    v("num_attention_heads", num_attention_heads, "attention heads (must divide hidden_size)", at_least(1));
+    v("intermediate_size", intermediate_size, "width of the feed-forward layer", at_least(1));
+    v("hidden_act", hidden_act, "feed-forward activation", one_of({"gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu"}));
+    v("hidden_dropout_prob", hidden_dropout_prob, "dropout on embeddings and sub-layer outputs", between(0, 1));
+    v("attention_probs_dropout_prob", attention_probs_dropout_prob, "dropout on attention weights", between(0, 1));
+    v("max_position_embeddings", max_position_embeddings, "longest input (learned positions)", at_least(1));
+    v("type_vocab_size", type_vocab_size, "segment ids (sentence A / B)", at_least(1));
+    v("initializer_range", initializer_range, "std of the normal init", between(0, 10));
+    v("layer_norm_eps", layer_norm_eps, "LayerNorm epsilon", between(0, 1));
+    v("pad_token_id", pad_token_id, "padding id (its embedding row starts at 0)", at_least(0));
+    v("num_labels", num_labels, "classes of the sequence classification head", at_least(1));
+  }
+  /// Cross-field checks; throws zoo::Error naming the field.
+  void validate() const;
+};
+
+/// Post-norm encoder layer: LN(x + drop(attn(x))), then LN(. + drop(ffn(.))).
+class BertLayerImpl : public torch::nn::Module {
+ public:
+  explicit BertLayerImpl(const BertOptions& o);
+  /// x (B, T, H), attention_mask (B, T) 1 = token, or undefined -> (B, T, H).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& attention_mask);
+
+ private:
+  MultiHeadAttention attention{nullptr};
+  Residual attention_block, output_block;
+  FeedForward feed_forward;
+};
+TORCH_MODULE(BertLayer);
+
+/// Embeddings, encoder and pooler (Hugging Face's BertModel), registered under the owner's
+/// "bert." prefix by the heads.
+class BertModelImpl : public torch::nn::Module {
+ public:
+  explicit BertModelImpl(const BertOptions& o);
+  /// input_ids (B, T), token_type_ids (B, T) or undefined (all 0), attention_mask (B, T) or
+  /// undefined (all 1) -> the last hidden states (B, T, H).
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids = {},
+                        const torch::Tensor& attention_mask = {});
+  /// tanh(dense(hidden[:, 0])): (B, H).
+  torch::Tensor pool(const torch::Tensor& hidden);
+  torch::nn::Embedding word_embeddings{nullptr};
+
+ private:
+  BertOptions o_;
+  torch::nn::Embedding token_type_embeddings{nullptr};
+  std::optional<LearnedPositions> positions;
+  torch::nn::LayerNorm embeddings_norm{nullptr};
+  torch::nn::ModuleList layers;
+  torch::nn::Linear pooler{nullptr};
+};
+TORCH_MODULE(BertModel);
+
+/// The pretraining heads' outputs.
+struct BertPreTrainingOutput {
+  torch::Tensor prediction_logits;        // (B, T, V) masked-language-model scores
+  torch::Tensor seq_relationship_logits;  // (B, 2) is-next scores (index 0: is next, as Hugging Face)
+};
+
+/// BERT with the MLM head (tied to the word embedding) and the next-sentence head.
+class BertForPreTrainingImpl : public torch::nn::Module {
+ public:
+  explicit BertForPreTrainingImpl(const BertOptions& o);
+  BertPreTrainingOutput forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids = {},
+                                const torch::Tensor& attention_mask = {});
+  BertModel bert{nullptr};
+
+ private:
+  BertOptions o_;
+  torch::nn::Linear transform{nullptr}, seq_relationship{nullptr};
+  torch::nn::LayerNorm transform_norm{nullptr};
+  torch::Tensor bias;
+};
+TORCH_MODULE(BertForPreTraining);
+
+/// BERT + dropout + a linear classifier on the pooled first token.
+class BertForSequenceClassificationImpl : public torch::nn::Module {
+ public:
+  explicit BertForSequenceClassificationImpl(const BertOptions& o);
+  /// -> logits (B, num_labels).
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids = {},
+                        const torch::Tensor& attention_mask = {});
+  BertModel bert{nullptr};
+
+ private:
+  BertOptions o_;
+  torch::nn::Linear classifier{nullptr};
+};
+TORCH_MODULE(BertForSequenceClassification);
+
+/// Hugging Face tensors -> ours: the tied copies (cls.predictions.decoder.weight/.bias) and
+/// position_ids buffers dropped.
+void bert_from_hf_tensors(std::map<std::string, torch::Tensor>& tensors);
+/// Ours -> Hugging Face's: the tied decoder weight and bias written out as transformers
+/// expects them.
+void bert_to_hf_tensors(std::map<std::string, torch::Tensor>& tensors);
+
+}  // namespace zoo::models

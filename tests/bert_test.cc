@@ -1,0 +1,137 @@
+// BERT (models/bert.h): Hugging Face's names, and the same outputs as an independent
+// plain-PyTorch BertForPreTraining / BertForSequenceClassification (tests/py/hf_bert.py) on the
+// same weights, with padding and segment ids; the tied MLM decoder written out and dropped
+// again as transformers' files hold it.
+#include "models/bert.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "test_util.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/safetensors.h"
+
+namespace zoo {
+namespace {
+
+models::BertOptions tiny() {
+  models::BertOptions o;
+  o.vocab_size = 53;
+  o.hidden_size = 32;
+  o.num_hidden_layers = 2;
+  o.num_attention_heads = 4;
+  o.intermediate_size = 64;
+  o.max_position_embeddings = 20;
+  o.hidden_dropout_prob = o.attention_probs_dropout_prob = 0;
+  o.num_labels = 3;
+  return o;
+}
+
+template <class M>
+void perturb(M& m) {
+  torch::NoGradGuard g;
+  for (auto& p : m->parameters()) p.add_(torch::randn_like(p) * 0.1);
+  m->eval();
+}
+
+// Writes the model as a Hugging Face directory (config.json + model.safetensors).
+void write_hf(const torch::nn::Module& m, const std::string& dir) {
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto& [name, t] : state_dict(m)) tensors[name] = t;
+  models::bert_to_hf_tensors(tensors);
+  safetensors::save(dir + "/model.safetensors", {tensors.begin(), tensors.end()});
+  json config = to_json(tiny());
+  config["model_type"] = "bert";
+  write_json_file(dir + "/config.json", config);
+}
+
+struct Inputs {
+  torch::Tensor ids, types, mask;
+};
+Inputs inputs() {
+  auto ids = torch::randint(5, 53, {3, 11}, torch::kLong);
+  auto types = torch::zeros({3, 11}, torch::kLong);
+  types.narrow(1, 6, 5).fill_(1);
+  auto mask = torch::ones({3, 11}, torch::kLong);
+  mask[1].narrow(0, 7, 4).zero_();  // padded rows
+  mask[2].narrow(0, 4, 7).zero_();
+  ids.masked_fill_(mask.eq(0), 0);
+  return {ids, types, mask};
+}
+
+std::map<std::string, torch::Tensor> python(const test::TempDir& dir, const std::string& head, const Inputs& in) {
+  safetensors::save(dir / "in.safetensors", {{"input_ids", in.ids}, {"token_type_ids", in.types}, {"attention_mask", in.mask}});
+  auto r = test::run_python("hf_bert.py", "logits " + dir.path().string() + " " + head + " " + (dir / "in.safetensors") +
+                                              " " + (dir / "out.safetensors"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  if (r.exit_code != 0) return {};
+  return safetensors::load(dir / "out.safetensors").tensors;
+}
+
+TEST(Bert, RegisteredNamesAreHuggingFaces) {
+  torch::manual_seed(1);
+  models::BertForPreTraining m(tiny());
+  std::set<std::string> names;
+  for (const auto& [k, v] : state_dict(*m)) names.insert(k);
+  for (const char* k :
+       {"bert.embeddings.word_embeddings.weight", "bert.embeddings.position_embeddings.weight",
+        "bert.embeddings.token_type_embeddings.weight", "bert.embeddings.LayerNorm.weight",
+        "bert.encoder.layer.0.attention.self.query.weight", "bert.encoder.layer.1.attention.self.value.bias",
+        "bert.encoder.layer.0.attention.output.dense.weight", "bert.encoder.layer.0.attention.output.LayerNorm.bias",
+        "bert.encoder.layer.1.intermediate.dense.weight", "bert.encoder.layer.1.output.dense.bias",
+        "bert.encoder.layer.1.output.LayerNorm.weight", "bert.pooler.dense.weight",
+        "cls.predictions.transform.dense.weight", "cls.predictions.transform.LayerNorm.bias", "cls.predictions.bias",
+        "cls.seq_relationship.weight"})
+    EXPECT_TRUE(names.count(k)) << k;
+  EXPECT_EQ(names.count("cls.predictions.decoder.weight"), 0u);  // tied to the word embedding
+}
+
+TEST(Bert, PretrainingHeadsGiveThePythonReferencesOutputs) {
+  test::TempDir dir;
+  torch::manual_seed(2);
+  models::BertForPreTraining m(tiny());
+  perturb(m);
+  write_hf(*m, dir.path().string());
+  const Inputs in = inputs();
+  auto py = python(dir, "pretraining", in);
+  ASSERT_FALSE(py.empty());
+  torch::NoGradGuard g;
+  const auto ours = m->forward(in.ids, in.types, in.mask);
+  // Padded positions' MLM scores are compared too: both attend over the unpadded keys only.
+  EXPECT_LE((ours.prediction_logits - py.at("prediction_logits")).abs().max().item<double>(), 1e-4);
+  EXPECT_LE((ours.seq_relationship_logits - py.at("seq_relationship_logits")).abs().max().item<double>(), 1e-4);
+
+  // The file, as transformers writes it (tied decoder included), loads back.
+  auto file = safetensors::load(dir / "model.safetensors").tensors;
+  EXPECT_TRUE(file.count("cls.predictions.decoder.weight"));
+  models::bert_from_hf_tensors(file);
+  torch::manual_seed(3);
+  models::BertForPreTraining back(tiny());
+  back->eval();
+  {
+    auto params = back->named_parameters();
+    for (auto& [name, t] : file) params[name].copy_(t);
+  }
+  EXPECT_TRUE(torch::equal(back->forward(in.ids, in.types, in.mask).prediction_logits, ours.prediction_logits));
+}
+
+TEST(Bert, SequenceClassificationGivesThePythonReferencesLogits) {
+  test::TempDir dir;
+  torch::manual_seed(4);
+  models::BertForSequenceClassification m(tiny());
+  perturb(m);
+  write_hf(*m, dir.path().string());
+  const Inputs in = inputs();
+  auto py = python(dir, "classification", in);
+  ASSERT_FALSE(py.empty());
+  torch::NoGradGuard g;
+  EXPECT_LE((m->forward(in.ids, in.types, in.mask) - py.at("logits")).abs().max().item<double>(), 1e-4);
+  // A padded row gives what it gives alone.
+  auto alone = m->forward(in.ids.narrow(0, 2, 1).narrow(1, 0, 4), in.types.narrow(0, 2, 1).narrow(1, 0, 4));
+  EXPECT_LE((alone - m->forward(in.ids, in.types, in.mask).narrow(0, 2, 1)).abs().max().item<double>(), 1e-5);
+}
+
+}  // namespace
+}  // namespace zoo
