@@ -87,9 +87,9 @@ BertForPreTrainingImpl::BertForPreTrainingImpl(const BertOptions& o) : o_(o) {
 }
 
 BertPreTrainingOutput BertForPreTrainingImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
-                                                      const torch::Tensor& attention_mask) {
+                                                      const torch::Tensor& attention_mask, const torch::Tensor& selected) {
   auto hidden = bert(input_ids, token_type_ids, attention_mask);
-  auto t = transform_norm(activation(o_.hidden_act, transform(hidden)));
+  auto t = transform_norm(activation(o_.hidden_act, transform(selected.defined() ? hidden.index({selected}) : hidden)));
   return {torch::nn::functional::linear(t, bert->word_embeddings->weight, bias),
           seq_relationship(bert->pool(hidden))};
 }

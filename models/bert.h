@@ -28,7 +28,7 @@ namespace zoo::models {
 
 /// Hugging Face BertConfig field names and defaults (bert-base-uncased).
 struct BertOptions {
-  int64_t vocab_size = 30522;  // 0: from the data's vocabulary
+  int64_t vocab_size = 0;  // 0: from the data's vocabulary (bert-base-uncased: 30522)
   int64_t hidden_size = 768;
   int64_t num_hidden_layers = 12;
   int64_t num_attention_heads = 12;
@@ -111,8 +111,11 @@ struct BertPreTrainingOutput {
 class BertForPreTrainingImpl : public torch::nn::Module {
  public:
   explicit BertForPreTrainingImpl(const BertOptions& o);
+  /// With `selected` (B, T) bool, prediction_logits holds only the selected positions'
+  /// scores, (N, V) in row-major order: the MLM loss needs no others, and the vocabulary
+  /// projection is most of the head's cost.
   BertPreTrainingOutput forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids = {},
-                                const torch::Tensor& attention_mask = {});
+                                const torch::Tensor& attention_mask = {}, const torch::Tensor& selected = {});
   BertModel bert{nullptr};
 
  private:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "models/bert.h"
 #include "models/gpt.h"
 #include "models/seq2seq.h"
 #include "models/transformer.h"
@@ -62,6 +63,13 @@ const std::map<std::string, Preset>& presets() {
       // The vocabulary sizes and special ids are filled in from the data by the task.
       {"seq2seq-bahdanau-doc000",
        {"seq2seq", {{"embedding_dim", 256}, {"units", 1024}, {"attention", "bahdanau"}}}},
+      // google-bert/bert-base-uncased (Hugging Face defaults).
+      {"bert-base-uncased", {"bert", {{"vocab_size", 30522}}}},
+      // A small BERT for IMDB on a 2-core CPU; the vocabulary comes from the data.
+      {"bert-small-imdb",
+       {"bert",
+        {{"hidden_size", 256}, {"num_hidden_layers", 4}, {"num_attention_heads", 4}, {"intermediate_size", 1024},
+         {"max_position_embeddings", 128}}}},
       // "Attention Is All You Need"'s base model: 6 + 6 layers, 512 wide, 8 heads, 2048, dropout 0.1.
       {"transformer-base", {"transformer", json::object()}},
       // Sized for the Tatoeba Chinese-English pairs (~27k) on a 2-core CPU.
@@ -287,6 +295,30 @@ json gpt2_to_hf(const json& model, const std::string& architecture) {
   return hf;
 }
 
+json resolve_bert(const json& merged) {
+  auto o = read_options<BertOptions>(merged, "model", {"model_type"});
+  BertOptions check = o;  // vocab_size 0 means "from the data": the task fills it in
+  if (check.vocab_size == 0) check.vocab_size = check.pad_token_id + 1;
+  check.validate();
+  json out = {{"model_type", "bert"}};
+  out.update(to_json(o));
+  return out;
+}
+
+json bert_from_hf(const json& hf) { return same_named_fields<BertOptions>(hf, "bert"); }
+
+json bert_to_hf(const json& model, const std::string& architecture) {
+  json hf = model;
+  hf["architectures"] = {architecture};
+  hf["position_embedding_type"] = "absolute";
+  hf["torch_dtype"] = "float32";
+  return hf;
+}
+
+std::shared_ptr<torch::nn::Module> build_bert(const json& section) {
+  return BertForPreTraining(read_options<BertOptions>(resolve_bert(section), "model", {"model_type"})).ptr();
+}
+
 std::shared_ptr<torch::nn::Module> build_gpt2(const json& section) {
   return GPT2LMHeadModel(read_options<GPT2Options>(resolve_gpt2(section), "model", {"model_type"})).ptr();
 }
@@ -331,6 +363,9 @@ const std::vector<ModelEntry>& model_registry() {
       {"gpt2", "language_modeling", resolve_gpt2, describe_options<GPT2Options>, gpt2_from_hf, gpt2_to_hf,
        {{"language_modeling", "GPT2LMHeadModel"}}, build_gpt2, /*is_encoder_decoder=*/false, gpt2_from_hf_tensors,
        gpt2_to_hf_tensors, ""},
+      {"bert", "bert_pretraining", resolve_bert, describe_options<BertOptions>, bert_from_hf, bert_to_hf,
+       {{"bert_pretraining", "BertForPreTraining"}}, build_bert, /*is_encoder_decoder=*/false, bert_from_hf_tensors,
+       bert_to_hf_tensors, ""},
   };
   return table;
 }

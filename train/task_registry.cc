@@ -6,6 +6,7 @@
 
 #include "models/registry.h"
 #include "train/checkpoint.h"
+#include "train/tasks/bert_pretraining.h"
 #include "train/tasks/image_classification.h"
 #include "train/tasks/language_modeling.h"
 #include "train/tasks/translation.h"
@@ -23,6 +24,10 @@ json resolve_image_data(const json& data, const json& model) {
 
 json resolve_translation_data(const json& data, const json&) {
   return to_json(read_options<TranslationDataOptions>(data, "data"));
+}
+
+json resolve_bert_pretraining_data(const json& data, const json&) {
+  return to_json(read_options<BertPretrainingDataOptions>(data, "data"));
 }
 
 json resolve_language_modeling_data(const json& data, const json&) {
@@ -53,6 +58,8 @@ const std::vector<TaskEntry>& task_registry() {
        make_with_assets<TranslationTask>},
       {"language_modeling", {"gpt2"}, resolve_language_modeling_data, describe_options<LanguageModelingDataOptions>,
        make_with_assets<LanguageModelingTask>},
+      {"bert_pretraining", {"bert"}, resolve_bert_pretraining_data, describe_options<BertPretrainingDataOptions>,
+       make_with_assets<BertPretrainingTask>},
   };
   return table;
 }

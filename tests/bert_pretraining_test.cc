@@ -1,0 +1,136 @@
+// BERT pretraining through the command line (train/tasks/bert_pretraining.h): invented
+// reviews in the IMDB archive's layout -> zoo train (MLM + NSP, both parts and accuracies
+// logged) -> zoo eval from the checkpoint (the same held-out examples again) -> zoo export,
+// which the plain-PyTorch BertForPreTraining loads strictly; bad reviews and a vocabulary
+// that does not belong to the checkpoint.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo {
+namespace {
+
+using json = nlohmann::json;
+
+// 80 reviews of 3-6 sentences over a small vocabulary, in aclImdb/train/{pos,neg}, plus an
+// empty review and one with invalid UTF-8.
+std::string write_reviews(const test::TempDir& dir) {
+  const std::string root = dir / "aclImdb";
+  const std::vector<std::string> words = {"the", "film", "was", "good", "bad", "plot", "actor", "great", "boring", "scene"};
+  for (const char* label : {"pos", "neg"}) fs::create_directories(root + "/train/" + label);
+  for (int r = 0; r < 80; ++r) {
+    std::string text;
+    for (int s = 0; s < 3 + r % 4; ++s) {
+      if (s) text += ". ";
+      for (int w = 0; w < 4 + (r + s) % 5; ++w) text += (w ? " " : "") + words[(r * 3 + s * 7 + w) % 10];  // a word predicts the next
+    }
+    test::write_file(root + "/train/" + (r % 2 ? "pos/" : "neg/") + std::to_string(r) + "_7.txt", text + ".");
+  }
+  test::write_file(root + "/train/pos/900_8.txt", "   ");
+  test::write_file(root + "/train/neg/901_2.txt", "bad \xFF bytes. here too.");
+  return root;
+}
+
+std::string config(const std::string& root) {
+  return R"({"task": "bert_pretraining",
+    "model": {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "intermediate_size": 64, "max_position_embeddings": 64, "hidden_dropout_prob": 0.0,
+              "attention_probs_dropout_prob": 0.0},
+    "data": {"path": ")" + root + R"(", "folders": ["train/pos", "train/neg"], "validation_fraction": 0.1},
+    "train": {"max_steps": 160, "per_device_train_batch_size": 32, "per_device_eval_batch_size": 32,
+              "optim": "adamw", "learning_rate": 0.001, "lr_scheduler_type": "constant", "logging_steps": 40,
+              "eval_steps": 80, "save_steps": 160, "report_to_tensorboard": false}})";
+}
+
+TEST(BertPretraining, TrainsEvaluatesAndExportsFromTheCommandLine) {
+  test::TempDir dir;
+  const std::string root = write_reviews(dir), cfg = dir / "bert.json", run = dir / "run";
+  test::write_file(cfg, config(root));
+  auto r = test::run_zoo("train --config " + cfg + " --output-dir " + run + " --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("skipped 2 bad reviews"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("901_2.txt: invalid UTF-8 at byte 4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("900_8.txt: empty text"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(mlm "), std::string::npos) << "both parts on the console";
+
+  std::vector<json> evals;
+  double first_mlm = -1, last_mlm = -1;
+  std::ifstream metrics(run + "/metrics.jsonl");
+  for (std::string line; std::getline(metrics, line);) {
+    const json j = json::parse(line);
+    if (j["type"] == "eval") evals.push_back(j);
+    if (j["type"] == "train") {
+      ASSERT_TRUE(j.contains("loss_mlm") && j.contains("loss_nsp")) << line;
+      if (first_mlm < 0) first_mlm = j["loss_mlm"];
+      last_mlm = j["loss_mlm"];
+    }
+  }
+  ASSERT_EQ(evals.size(), 2u);
+  for (const char* k : {"loss_mlm", "loss_nsp", "mlm_accuracy", "nsp_accuracy"}) EXPECT_TRUE(evals[1].contains(k)) << k;
+  EXPECT_GT(first_mlm, 0.0);
+  EXPECT_GT(last_mlm, 0.0);
+  // Against chance: an untrained model scores about log(V) and 1/V.
+  int64_t vocab = 0;
+  std::ifstream vocab_file(run + "/checkpoint-160/vocab.txt");
+  for (std::string line; std::getline(vocab_file, line);) ++vocab;
+  ASSERT_GT(vocab, 10);
+  EXPECT_LT(evals[1]["loss_mlm"].get<double>(), std::log(static_cast<double>(vocab)) - 0.5) << "an untrained model scores log(V)";
+  EXPECT_GT(evals[1]["mlm_accuracy"].get<double>(), 3.0 / static_cast<double>(vocab)) << "chance is 1/V";
+
+  // zoo eval rebuilds the same held-out examples from the reviews: the same figures.
+  const std::string checkpoint = run + "/checkpoint-160";
+  r = test::run_zoo("eval --checkpoint " + checkpoint + " --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json again = json::parse(r.output.substr(r.output.rfind("{")));
+  EXPECT_NEAR(again["loss"].get<double>(), evals[1]["loss"].get<double>(), 1e-6);
+  EXPECT_DOUBLE_EQ(again["mlm_accuracy"].get<double>(), evals[1]["mlm_accuracy"].get<double>());
+
+  // The export is a BertForPreTraining directory the plain-PyTorch BERT loads strictly.
+  const std::string exported = dir / "exported";
+  r = test::run_zoo("export --checkpoint " + checkpoint + " --out " + exported);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json hf = json::parse(test::read_file(exported + "/config.json"));
+  EXPECT_EQ(hf["model_type"], "bert");
+  EXPECT_EQ(hf["architectures"][0], "BertForPreTraining");
+  EXPECT_TRUE(fs::exists(exported + "/vocab.txt"));
+  test::write_file(dir / "in.py",
+                   "import sys, torch\nsys.path.insert(0, sys.argv[2])\nimport st_io\n"
+                   "ids = torch.tensor([[2, 5, 6, 7, 3, 2, 8, 9, 1, 1]])\n"
+                   "st_io.save(sys.argv[1], {'input_ids': ids, 'token_type_ids': torch.zeros_like(ids), "
+                   "'attention_mask': (ids != 1).long()})\n");
+  r = test::run(std::string(ZOO_PYTHON) + " " + (dir / "in.py") + " " + (dir / "in.safetensors") + " " +
+                ZOO_TESTS_DIR + "/py");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = test::run_python("hf_bert.py", "logits " + exported + " pretraining " + (dir / "in.safetensors") + " " +
+                                         (dir / "out.safetensors"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  // A vocabulary from elsewhere is refused.
+  std::ofstream(checkpoint + "/vocab.txt", std::ios::app) << "extra\n";
+  r = test::run_zoo("eval --checkpoint " + checkpoint + " --device cpu");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("does not belong to this checkpoint"), std::string::npos) << r.output;
+}
+
+TEST(BertPretraining, StrictModeStopsAtTheFirstBadReview) {
+  test::TempDir dir;
+  const std::string root = write_reviews(dir), cfg = dir / "bert.json";
+  test::write_file(cfg, config(root));
+  auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "run") + " --set data.strict=true");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("zoo: error: " + root + "/train/pos/900_8.txt: empty text"), std::string::npos) << r.output;
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "run2") + " --set data.path=" + (dir / "nowhere"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("nowhere"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace zoo

@@ -1,0 +1,205 @@
+#include "train/tasks/bert_pretraining.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "core/paths.h"
+#include "data/reviews.h"
+#include "models/registry.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo {
+
+namespace {
+namespace F = torch::nn::functional;
+constexpr const char* kVocabFile = "vocab.txt";
+constexpr int64_t kIgnore = -100;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<std::string> read_vocab(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(cat(path, ": missing; a BERT pretraining checkpoint needs the vocabulary it was trained with "
+                          "(zoo train writes vocab.txt into every checkpoint)"));
+  std::vector<std::string> tokens;
+  for (std::string line; std::getline(in, line);) tokens.push_back(line);
+  return tokens;
+}
+}  // namespace
+
+BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& context,
+                                         const std::string& checkpoint_dir) {
+  config_ = config;
+  context_ = context;
+  data_ = read_options<BertPretrainingDataOptions>(config.value("data", json::object()), "data");
+  json& model = config_["model"];
+  int64_t vocab_size = 0;
+  if (checkpoint_dir.empty()) {
+    build_examples();
+    vocab_size = examples_.vocab.size();
+    config_["data"]["sentence_length"] = data_.sentence_length = examples_.sentence_length;
+  } else {
+    vocab_ = read_vocab((fs::path(checkpoint_dir) / kVocabFile).string());
+    vocab_size = static_cast<int64_t>(vocab_.size());
+  }
+  const int64_t declared = model.value("vocab_size", int64_t{0});
+  if (declared != 0 && declared != vocab_size)
+    throw Error(cat(checkpoint_dir.empty() ? std::string("the reviews' vocabulary")
+                                           : (fs::path(checkpoint_dir) / kVocabFile).string(),
+                    " has ", vocab_size, " tokens but model.vocab_size is ", declared,
+                    checkpoint_dir.empty() ? "; remove model.vocab_size (it is filled in from the data)"
+                                           : "; this vocabulary does not belong to this checkpoint"));
+  model["vocab_size"] = vocab_size;
+  const int64_t width = 2 * data_.sentence_length + 1;
+  if (width > model.value("max_position_embeddings", int64_t{512}))
+    throw Error(cat("config: the examples are ", width, " tokens wide (2 x data.sentence_length ",
+                    data_.sentence_length, " + 1) but model.max_position_embeddings is ",
+                    model.value("max_position_embeddings", int64_t{512}), "; raise it"));
+  model_ = models::BertForPreTraining(
+      read_options<models::BertOptions>(models::resolve_model_config(model), "model", {"model_type"}));
+}
+
+void BertPretrainingTask::build_examples() {
+  if (data_.path.empty())
+    throw Error("config: data.path is not set; point it at the IMDB folder (tools/fetch_data.sh imdb, then "
+                "--set data.path=imdb/aclImdb) or a CSV of reviews");
+  const std::string path = existing_data_path(data_.path);
+  data::TextReadOptions read;
+  read.strict = data_.strict;
+  read.replace_invalid_utf8 = data_.replace_invalid_utf8;
+  read.keep_html = true;  // basic_english drops "<br />" itself, as in the document
+  data::TextReadReport report;
+  std::vector<data::LabeledText> texts;
+  if (fs::is_directory(path)) {
+    for (const auto& folder : data_.folders) {
+      auto part = data::read_text_folders((fs::path(path) / folder).parent_path().string(),
+                                          {fs::path(folder).filename().string()}, read, report);
+      texts.insert(texts.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    }
+  } else if (ends_with(path, ".csv")) {
+    texts = data::read_text_csv(path, data_.text_column, "", read, report);
+  } else {
+    throw Error(cat(path, ": neither a folder of reviews nor a .csv file"));
+  }
+  if (report.skipped > 0) {
+    std::cerr << "zoo: warning: skipped " << report.skipped << " bad review" << (report.skipped == 1 ? "" : "s")
+              << " (data.strict=true makes this an error):\n";
+    for (const auto& m : report.messages) std::cerr << "  " << m << "\n";
+  }
+  if (data_.max_reviews > 0 && static_cast<int64_t>(texts.size()) > data_.max_reviews)
+    texts.resize(static_cast<size_t>(data_.max_reviews));
+  if (texts.empty()) throw Error(cat(path, ": no reviews"));
+  std::vector<std::string> reviews;
+  reviews.reserve(texts.size());
+  for (auto& t : texts) reviews.push_back(std::move(t.text));
+  data::BertExampleOptions o;
+  o.masking = data_.masking;
+  o.mask_probability = data_.mask_probability;
+  o.min_freq = data_.min_freq;
+  o.length_percentile = data_.length_percentile;
+  o.seed = static_cast<uint64_t>(context_.seed);
+  examples_ = data::build_bert_examples(reviews, o);
+  if (examples_.size() < 2)
+    throw Error(cat(path, ": the reviews give ", examples_.size(),
+                    " next-sentence pairs; BERT pretraining needs reviews of two sentences or more"));
+  const auto held_out = static_cast<int64_t>(static_cast<double>(examples_.size()) * data_.validation_fraction);
+  train_items_ = examples_.size() - held_out;
+  std::cerr << "zoo: " << reviews.size() << " reviews -> " << examples_.size() << " examples ("
+            << held_out << " held out), sentence length " << examples_.sentence_length << ", vocabulary "
+            << examples_.vocab.size() << std::endl;
+}
+
+void BertPretrainingTask::prepare_training(const std::string& /*output_dir*/) {
+  if (examples_.size() == 0) throw Error("BERT pretraining: no examples (the task was loaded from a checkpoint)");
+}
+
+Batch BertPretrainingTask::batch_of(const std::vector<int64_t>& items) const {
+  const int64_t n = static_cast<int64_t>(items.size()), W = examples_.width, L = examples_.sentence_length;
+  auto ids = torch::empty({n, W}, torch::kLong), labels = torch::empty({n, W}, torch::kLong);
+  auto nsp = torch::empty({n}, torch::kLong);
+  auto pi = ids.accessor<int64_t, 2>(), pl = labels.accessor<int64_t, 2>();
+  for (int64_t r = 0; r < n; ++r) {
+    const size_t at = static_cast<size_t>(items[r] * W);
+    for (int64_t p = 0; p < W; ++p) {
+      pi[r][p] = examples_.input_ids[at + p];
+      pl[r][p] = examples_.masked[at + p] ? examples_.original[at + p] : kIgnore;
+    }
+    nsp[r] = examples_.is_next[static_cast<size_t>(items[r])] ? 0 : 1;
+  }
+  auto types = torch::zeros({n, W}, torch::kLong);
+  types.narrow(1, L + 1, W - L - 1).fill_(1);  // [CLS] first [SEP] | [CLS] second
+  auto mask = ids.ne(data::BertVocab::kPad).to(torch::kLong);
+  return Batch{{ids, types, mask, labels, nsp}, n, 0};
+}
+
+Batch BertPretrainingTask::batch_of(int64_t first, int64_t count) const {
+  std::vector<int64_t> items(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) items[i] = first + i;
+  return batch_of(items);
+}
+
+Batch BertPretrainingTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
+  Batch b = batch_of(indices);
+  b.seed = seed;
+  return b;
+}
+
+Loss BertPretrainingTask::loss(const Batch& batch) {
+  const auto& t = batch.tensors;
+  auto selected = t[3].ne(kIgnore);
+  auto out = model_->forward(t[0], t[1], t[2], selected);  // MLM scores of the selected tokens only
+  auto mlm = F::cross_entropy(out.prediction_logits, t[3].index({selected}));
+  auto nsp = F::cross_entropy(out.seq_relationship_logits, t[4]);
+  return Loss{mlm + nsp, {{"mlm", mlm}, {"nsp", nsp}}};
+}
+
+Metrics BertPretrainingTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {
+  if (split != "valid") throw Error(cat("BERT pretraining evaluates the held-out examples: --split valid, not ", split));
+  if (examples_.size() == 0) {  // from a checkpoint: the same examples again (same reviews, seed, options)
+    build_examples();
+    if (examples_.vocab.tokens() != vocab_)
+      throw Error(cat("the vocabulary built from ", data_.path, " (", examples_.vocab.size(),
+                      " tokens) is not the checkpoint's vocab.txt (", vocab_.size(),
+                      " tokens): the reviews or data options differ from training, or vocab.txt does not belong to "
+                      "this checkpoint"));
+  }
+  const int64_t first = train_items_, n = examples_.size() - train_items_;
+  if (n <= 0) throw Error("data.validation_fraction is 0: no held-out examples to evaluate");
+  double mlm_sum = 0, nsp_sum = 0, mlm_right = 0, nsp_right = 0, selected = 0;
+  for (int64_t s = 0; s < n; s += batch_size) {
+    const Batch b = batch_of(first + s, std::min(batch_size, n - s)).to(device);
+    const auto& t = b.tensors;
+    auto keep = t[3].ne(kIgnore);
+    auto out = model_->forward(t[0], t[1], t[2], keep);
+    const auto& logits = out.prediction_logits;
+    auto labels = t[3].index({keep});
+    mlm_sum += F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().ignore_index(kIgnore).reduction(torch::kSum))
+                   .item<double>();
+    mlm_right += logits.argmax(-1).eq(labels).sum().item<double>();
+    selected += keep.sum().item<double>();
+    nsp_sum += F::cross_entropy(out.seq_relationship_logits, t[4], F::CrossEntropyFuncOptions().reduction(torch::kSum))
+                   .item<double>();
+    nsp_right += out.seq_relationship_logits.argmax(-1).eq(t[4]).sum().item<double>();
+  }
+  const double mlm = selected > 0 ? mlm_sum / selected : 0.0, nsp = nsp_sum / static_cast<double>(n);
+  return Metrics{{"loss", mlm + nsp},
+                 {"loss_mlm", mlm},
+                 {"loss_nsp", nsp},
+                 {"mlm_accuracy", selected > 0 ? mlm_right / selected : 0.0},
+                 {"nsp_accuracy", nsp_right / static_cast<double>(n)},
+                 {"examples", static_cast<double>(n)}};
+}
+
+void BertPretrainingTask::save_assets(const std::string& dir) const {
+  const auto& tokens = vocab_.empty() ? examples_.vocab.tokens() : vocab_;
+  std::ofstream out(fs::path(dir) / kVocabFile, std::ios::binary);
+  for (const auto& t : tokens) out << t << "\n";
+  if (!out) throw Error(cat((fs::path(dir) / kVocabFile).string(), ": cannot write"));
+}
+
+}  // namespace zoo

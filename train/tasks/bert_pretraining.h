@@ -1,0 +1,89 @@
+#pragma once
+// BERT pretraining (document 000's BertTrainer): masked-language-model + next-sentence
+// prediction on examples built with IMDBBertDataset's semantics (data/bert_examples.h) from
+// IMDB reviews (the archive's folders or the Kaggle CSV, data/reviews.h). The loss is the
+// MLM cross-entropy over the selected tokens plus the NSP cross-entropy; both parts and both
+// accuracies are logged apart. The vocabulary is saved as vocab.txt in every checkpoint, the
+// sentence length in the config.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/bert_examples.h"
+#include "models/bert.h"
+#include "train/task.h"
+
+namespace zoo {
+
+struct BertPretrainingDataOptions {
+  std::string path;  // required for training
+  std::vector<std::string> folders = {"train/pos", "train/neg", "test/pos", "test/neg"};
+  std::string text_column = "review";
+  int64_t max_reviews = 0;
+  std::string masking = "bert";
+  double mask_probability = 0.15;
+  int64_t min_freq = 2;
+  double length_percentile = 70;
+  double validation_fraction = 0.02;
+  bool strict = false;
+  bool replace_invalid_utf8 = false;
+  int64_t sentence_length = 0;  // filled in by training
+
+  template <class V>
+  void fields(V& v) {
+    v("path", path,
+      "the IMDB folder (aclImdb, with data.folders below it) or a CSV file with a header (Kaggle's "
+      "\"IMDB Dataset.csv\"); without a leading /, ./, ../ or ~/ looked up in the data home "
+      "(tools/fetch_data.sh imdb puts imdb/aclImdb there)");
+    v("folders", folders, "with a folder path: the sub-folders whose *.txt files are the reviews, in this order");
+    v("text_column", text_column, "with a CSV path: the column holding the text");
+    v("max_reviews", max_reviews, "use the first N reviews only; 0 = all", at_least(0));
+    v("masking", masking,
+      "bert: 15% of the tokens, 80% [MASK] / 10% random / 10% unchanged (the paper); document: document "
+      "000's code (round(15%) draws with replacement, 80% [MASK] / 20% random)",
+      one_of({"bert", "document"}));
+    v("mask_probability", mask_probability, "share of each sentence's tokens selected for MLM", between(0, 1));
+    v("min_freq", min_freq, "tokens seen fewer times become [UNK]", at_least(1));
+    v("length_percentile", length_percentile, "sentence length: this percentile of the sentences' word counts",
+      between(1, 100));
+    v("validation_fraction", validation_fraction, "the last share of the examples held out for validation",
+      between(0, 0.5));
+    v("strict", strict, "a bad review (empty, invalid UTF-8, malformed CSV row) stops the run instead of being skipped");
+    v("replace_invalid_utf8", replace_invalid_utf8, "replace invalid UTF-8 bytes with U+FFFD instead");
+    v("sentence_length", sentence_length, "filled in by training: the sentence length the model was trained with",
+      at_least(0));
+  }
+};
+
+class BertPretrainingTask : public Task {
+ public:
+  BertPretrainingTask(const json& config, const TaskContext& context, const std::string& checkpoint_dir = "");
+
+  std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
+  void prepare_training(const std::string& output_dir) override;
+  int64_t num_train_examples() const override { return train_items_; }
+  /// {input_ids, token_type_ids, attention_mask, mlm_labels (-100 where not selected),
+  /// nsp_labels (0 = is next, Hugging Face's convention)}.
+  Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
+  /// MLM + NSP cross-entropy; parts "mlm" and "nsp".
+  Loss loss(const Batch& batch) override;
+  /// "valid": loss, loss_mlm, loss_nsp, mlm_accuracy (on the selected tokens), nsp_accuracy, examples.
+  Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
+  std::string default_eval_split() const override { return "valid"; }
+  /// vocab.txt (one token per line, the line number is its id).
+  void save_assets(const std::string& dir) const override;
+
+  const data::BertExamples& examples() const { return examples_; }
+
+ private:
+  void build_examples();
+  Batch batch_of(int64_t first, int64_t count) const;
+  Batch batch_of(const std::vector<int64_t>& items) const;
+  BertPretrainingDataOptions data_;
+  data::BertExamples examples_;
+  std::vector<std::string> vocab_;  // from a checkpoint's vocab.txt
+  int64_t train_items_ = 0;
+  models::BertForPreTraining model_{nullptr};
+};
+
+}  // namespace zoo
