@@ -364,7 +364,7 @@ const std::vector<ModelEntry>& model_registry() {
        {{"language_modeling", "GPT2LMHeadModel"}}, build_gpt2, /*is_encoder_decoder=*/false, gpt2_from_hf_tensors,
        gpt2_to_hf_tensors, ""},
       {"bert", "bert_pretraining", resolve_bert, describe_options<BertOptions>, bert_from_hf, bert_to_hf,
-       {{"bert_pretraining", "BertForPreTraining"}}, build_bert, /*is_encoder_decoder=*/false, bert_from_hf_tensors,
+       {{"bert_pretraining", "BertForPreTraining"}, {"text_classification", "BertForSequenceClassification"}}, build_bert, /*is_encoder_decoder=*/false, bert_from_hf_tensors,
        bert_to_hf_tensors, ""},
   };
   return table;

@@ -7,6 +7,7 @@
 #include "models/registry.h"
 #include "train/checkpoint.h"
 #include "train/tasks/bert_pretraining.h"
+#include "train/tasks/text_classification.h"
 #include "train/tasks/image_classification.h"
 #include "train/tasks/language_modeling.h"
 #include "train/tasks/translation.h"
@@ -28,6 +29,10 @@ json resolve_translation_data(const json& data, const json&) {
 
 json resolve_bert_pretraining_data(const json& data, const json&) {
   return to_json(read_options<BertPretrainingDataOptions>(data, "data"));
+}
+
+json resolve_text_classification_data(const json& data, const json&) {
+  return to_json(read_options<TextClassificationDataOptions>(data, "data"));
 }
 
 json resolve_language_modeling_data(const json& data, const json&) {
@@ -60,6 +65,8 @@ const std::vector<TaskEntry>& task_registry() {
        make_with_assets<LanguageModelingTask>},
       {"bert_pretraining", {"bert"}, resolve_bert_pretraining_data, describe_options<BertPretrainingDataOptions>,
        make_with_assets<BertPretrainingTask>},
+      {"text_classification", {"bert"}, resolve_text_classification_data,
+       describe_options<TextClassificationDataOptions>, make_with_assets<TextClassificationTask>},
   };
   return table;
 }

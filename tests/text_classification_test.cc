@@ -1,0 +1,108 @@
+// Text classification with BERT (train/tasks/text_classification.h) through the command line:
+// invented reviews in the IMDB archive's layout and as a CSV, a vocab.txt, zoo train -> zoo
+// eval on the test folder; fine-tuning from a bert_pretraining checkpoint (train.init_from);
+// and the errors for a missing vocabulary, an unknown label and a missing CSV column.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo {
+namespace {
+
+using json = nlohmann::json;
+
+const std::vector<std::string> kGood = {"great", "superb", "loved", "wonderful"};
+const std::vector<std::string> kBad = {"awful", "boring", "hated", "terrible"};
+const std::vector<std::string> kNeutral = {"the", "film", "plot", "actor", "was", "and"};
+
+std::string review(int i, bool positive) {
+  std::string text;
+  for (int w = 0; w < 8; ++w) {
+    const auto& pool = w % 3 == 1 ? (positive ? kGood : kBad) : kNeutral;
+    text += (w ? " " : "") + pool[(i * 5 + w * 3) % pool.size()];
+  }
+  return text + ".";
+}
+
+// root/{train,test}/{neg,pos}/<i>_<rating>.txt and vocab.txt.
+std::string write_data(const test::TempDir& dir) {
+  const std::string root = dir / "imdb";
+  for (const char* split : {"train", "test"})
+    for (const char* label : {"neg", "pos"}) fs::create_directories(root + "/" + split + "/" + label);
+  for (int i = 0; i < 120; ++i) {
+    const bool pos = i % 2;
+    const std::string split = i < 80 ? "train" : "test";
+    test::write_file(root + "/" + split + (pos ? "/pos/" : "/neg/") + std::to_string(i) + (pos ? "_9" : "_2") + ".txt",
+                     review(i, pos));
+  }
+  std::string vocab = "[CLS]\n[PAD]\n[MASK]\n[SEP]\n[UNK]\n.\n";
+  for (const auto* pool : {&kGood, &kBad, &kNeutral})
+    for (const auto& w : *pool) vocab += w + "\n";
+  test::write_file(dir / "vocab.txt", vocab);
+  return root;
+}
+
+std::string config(const std::string& root, const std::string& vocab) {
+  return R"({"task": "text_classification",
+    "model": {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
+              "intermediate_size": 64, "max_position_embeddings": 32, "hidden_dropout_prob": 0.0},
+    "data": {"path": ")" + root + R"(", "vocab": ")" + vocab + R"(", "max_length": 16, "valid_size": 10},
+    "train": {"max_steps": 60, "per_device_train_batch_size": 16, "optim": "adamw", "learning_rate": 0.003,
+              "lr_scheduler_type": "constant", "logging_steps": 20, "eval_steps": 60, "save_steps": 60,
+              "report_to_tensorboard": false}})";
+}
+
+TEST(TextClassification, LearnsSentimentFromFoldersAndEvaluatesTheTestSplit) {
+  test::TempDir dir;
+  const std::string root = write_data(dir), cfg = dir / "cls.json", run = dir / "run";
+  test::write_file(cfg, config(root, dir / "vocab.txt"));
+  auto r = test::run_zoo("train --config " + cfg + " --output-dir " + run + " --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(run + "/checkpoint-60/vocab.txt"));
+  r = test::run_zoo("eval --checkpoint " + run + "/checkpoint-60 --split test --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json m = json::parse(r.output.substr(r.output.rfind("{")));
+  EXPECT_EQ(m["examples"].get<int64_t>(), 40);
+  EXPECT_GE(m["accuracy"].get<double>(), 0.9) << r.output;
+
+  // The same data as a CSV (labels positive/negative).
+  std::string csv = "review,sentiment\n";
+  for (int i = 0; i < 80; ++i) csv += "\"" + review(i, i % 2) + "\"," + (i % 2 ? "positive" : "negative") + "\n";
+  test::write_file(dir / "train.csv", csv);
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "run-csv") + " --set data.path=" +
+                    (dir / "train.csv") + " --set 'data.labels=[\"negative\",\"positive\"]' --set train.max_steps=20" +
+                    " --set train.eval_steps=20 --set train.save_steps=20");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(TextClassification, BadInputIsNamed) {
+  test::TempDir dir;
+  const std::string root = write_data(dir), cfg = dir / "cls.json";
+  test::write_file(cfg, config(root, dir / "vocab.txt"));
+  auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "a") + " --set data.vocab=");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("text classification needs a vocabulary"), std::string::npos) << r.output;
+  test::write_file(dir / "novocab.txt", "[CLS]\n[SEP]\nthe\n");
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "b") + " --set data.vocab=" + (dir / "novocab.txt"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("novocab.txt: the vocabulary has no [PAD] token"), std::string::npos) << r.output;
+  test::write_file(dir / "odd.csv", "review,sentiment\ngood film,positive\nbad film,meh\n");
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "c") + " --set data.path=" + (dir / "odd.csv") +
+                    " --set 'data.labels=[\"negative\",\"positive\"]' --set data.valid_size=0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("odd.csv:3: label 'meh' is not one of data.labels (negative, positive)"), std::string::npos)
+      << r.output;
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "d") + " --set data.path=" + (dir / "odd.csv") +
+                    " --set data.text_column=text");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no column 'text'"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace zoo

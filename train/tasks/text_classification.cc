@@ -1,0 +1,215 @@
+#include "train/tasks/text_classification.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "core/paths.h"
+#include "data/text.h"
+#include "models/registry.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo {
+
+namespace {
+namespace F = torch::nn::functional;
+constexpr const char* kVocabFile = "vocab.txt";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+TextClassificationTask::TextClassificationTask(const json& config, const TaskContext& context,
+                                               const std::string& checkpoint_dir) {
+  config_ = config;
+  context_ = context;
+  data_ = read_options<TextClassificationDataOptions>(config.value("data", json::object()), "data");
+  if (data_.labels.size() < 2) throw Error("config: data.labels needs two or more class names");
+  std::string where = checkpoint_dir;
+  if (where.empty()) where = data_.vocab;
+  if (where.empty()) where = config.value("train", json::object()).value("init_from", "");
+  if (where.empty())
+    throw Error("config: text classification needs a vocabulary: set data.vocab (a vocab.txt) or train.init_from "
+                "(a pretrained checkpoint, whose vocab.txt is used)");
+  load_vocab(checkpoint_dir.empty() && where == data_.vocab ? existing_data_path(where, "data.vocab") : where);
+  json& model = config_["model"];
+  const int64_t declared = model.value("vocab_size", int64_t{0});
+  if (declared != 0 && declared != static_cast<int64_t>(vocab_.size()))
+    throw Error(cat("the vocabulary (", vocab_.size(), " tokens) does not belong to this model (model.vocab_size ",
+                    declared, ")"));
+  model["vocab_size"] = vocab_.size();
+  model["num_labels"] = data_.labels.size();
+  model["pad_token_id"] = pad_;
+  model_ = models::BertForSequenceClassification(
+      read_options<models::BertOptions>(models::resolve_model_config(model), "model", {"model_type"}));
+}
+
+void TextClassificationTask::load_vocab(const std::string& where) {
+  const std::string path = fs::is_directory(where) ? (fs::path(where) / kVocabFile).string() : where;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(cat(path, ": missing (a vocab.txt: one token per line)"));
+  vocab_.clear();
+  ids_.clear();
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    ids_.emplace(line, static_cast<int64_t>(vocab_.size()));
+    vocab_.push_back(line);
+  }
+  for (auto [token, id] : {std::pair{"[CLS]", &cls_}, {"[SEP]", &sep_}, {"[PAD]", &pad_}, {"[UNK]", &unk_}}) {
+    auto it = ids_.find(token);
+    if (it == ids_.end()) throw Error(cat(path, ": the vocabulary has no ", token, " token"));
+    *id = it->second;
+  }
+  if (data_.tokenizer == "wordpiece") wordpiece_ = std::make_unique<data::WordPiece>(vocab_);
+}
+
+std::vector<int64_t> TextClassificationTask::encode(const std::string& text) const {
+  std::vector<int64_t> ids{cls_};
+  if (wordpiece_) {
+    for (int64_t id : wordpiece_->encode(text)) ids.push_back(id);
+  } else {
+    for (const auto& t : data::basic_english(text)) {
+      auto it = ids_.find(t);
+      ids.push_back(it == ids_.end() ? unk_ : it->second);
+    }
+  }
+  if (static_cast<int64_t>(ids.size()) > data_.max_length - 1) ids.resize(static_cast<size_t>(data_.max_length - 1));
+  ids.push_back(sep_);
+  return ids;
+}
+
+std::vector<data::LabeledText> TextClassificationTask::read(const std::string& split) const {
+  if (data_.path.empty()) throw Error("config: data.path is not set (tools/fetch_data.sh imdb, then data.path=imdb/aclImdb)");
+  const std::string path = existing_data_path(data_.path);
+  data::TextReadOptions o;
+  o.strict = data_.strict;
+  o.replace_invalid_utf8 = data_.replace_invalid_utf8;
+  data::TextReadReport report;
+  std::vector<data::LabeledText> texts;
+  if (fs::is_directory(path)) {
+    texts = data::read_text_folders((fs::path(path) / (split == "test" ? data_.test_folder : data_.train_folder)).string(),
+                                    data_.labels, o, report);
+  } else if (ends_with(path, ".csv")) {
+    const std::string file = split == "test" ? existing_data_path(data_.test_path, "data.test_path") : path;
+    texts = data::read_text_csv(file, data_.text_column, data_.label_column, o, report);
+  } else {
+    throw Error(cat(path, ": neither a folder of texts nor a .csv file"));
+  }
+  if (report.skipped > 0) {
+    std::cerr << "zoo: warning: skipped " << report.skipped << " bad text" << (report.skipped == 1 ? "" : "s")
+              << " (data.strict=true makes this an error):\n";
+    for (const auto& m : report.messages) std::cerr << "  " << m << "\n";
+  }
+  return texts;
+}
+
+std::vector<TextClassificationTask::Example> TextClassificationTask::examples_of(
+    const std::vector<data::LabeledText>& texts) const {
+  std::vector<Example> out;
+  out.reserve(texts.size());
+  for (const auto& t : texts) {
+    auto it = std::find(data_.labels.begin(), data_.labels.end(), t.label);
+    if (it == data_.labels.end())
+      throw Error(cat(t.where, ": label '", t.label, "' is not one of data.labels (", join(data_.labels), ")"));
+    out.push_back({encode(t.text), it - data_.labels.begin()});
+  }
+  return out;
+}
+
+void TextClassificationTask::prepare_training(const std::string& /*output_dir*/) {
+  auto texts = read("train");
+  std::mt19937_64 rng(static_cast<uint64_t>(data_.split_seed));
+  std::shuffle(texts.begin(), texts.end(), rng);
+  const auto held = std::min<size_t>(static_cast<size_t>(data_.valid_size), texts.size() / 2);
+  std::vector<data::LabeledText> valid(texts.begin(), texts.begin() + static_cast<std::ptrdiff_t>(held));
+  texts.erase(texts.begin(), texts.begin() + static_cast<std::ptrdiff_t>(held));
+  if (data_.max_train_samples > 0 && static_cast<int64_t>(texts.size()) > data_.max_train_samples)
+    texts.resize(static_cast<size_t>(data_.max_train_samples));
+  if (texts.empty()) throw Error(cat(data_.path, ": no training texts"));
+  train_ = examples_of(texts);
+  valid_ = examples_of(valid);
+}
+
+Batch TextClassificationTask::batch_of(const std::vector<Example>& examples, const std::vector<int64_t>& indices) const {
+  int64_t width = 1;
+  for (int64_t i : indices) width = std::max<int64_t>(width, static_cast<int64_t>(examples[i].ids.size()));
+  const auto n = static_cast<int64_t>(indices.size());
+  auto ids = torch::full({n, width}, pad_, torch::kLong), mask = torch::zeros({n, width}, torch::kLong);
+  auto labels = torch::empty({n}, torch::kLong);
+  for (int64_t r = 0; r < n; ++r) {
+    const auto& e = examples[indices[r]];
+    const auto len = static_cast<int64_t>(e.ids.size());
+    ids[r].narrow(0, 0, len).copy_(torch::tensor(e.ids, torch::kLong));
+    mask[r].narrow(0, 0, len).fill_(1);
+    labels[r] = e.label;
+  }
+  return Batch{{ids, mask, labels}, n, 0};
+}
+
+Batch TextClassificationTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
+  Batch b = batch_of(train_, indices);
+  b.seed = seed;
+  return b;
+}
+
+Loss TextClassificationTask::loss(const Batch& batch) {
+  const auto& t = batch.tensors;
+  auto logits = model_->forward(t[0], {}, t[1]);
+  return Loss{F::cross_entropy(logits, t[2], F::CrossEntropyFuncOptions().label_smoothing(context_.label_smoothing))};
+}
+
+Metrics TextClassificationTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {
+  if (split != "valid" && split != "test") throw Error(cat("unknown split '", split, "'; use valid or test"));
+  if (split == "valid" && valid_.empty()) prepare_training("");
+  std::vector<Example> test;
+  if (split == "test") {
+    auto texts = read("test");
+    if (data_.max_eval_samples > 0) {  // a sample of every label, not the first label's files
+      std::mt19937_64 rng(static_cast<uint64_t>(data_.split_seed));
+      std::shuffle(texts.begin(), texts.end(), rng);
+      texts.resize(std::min<size_t>(texts.size(), static_cast<size_t>(data_.max_eval_samples)));
+    }
+    test = examples_of(texts);
+  }
+  const auto& examples = split == "valid" ? valid_ : test;
+  auto n = static_cast<int64_t>(examples.size());
+  if (data_.max_eval_samples > 0) n = std::min(n, data_.max_eval_samples);
+  if (n == 0) throw Error(cat("the ", split, " split is empty"));
+  double loss_sum = 0, right = 0;
+  for (int64_t s = 0; s < n; s += batch_size) {
+    std::vector<int64_t> idx;
+    for (int64_t i = s; i < std::min(n, s + batch_size); ++i) idx.push_back(i);
+    const Batch b = batch_of(examples, idx).to(device);
+    auto logits = model_->forward(b.tensors[0], {}, b.tensors[1]);
+    loss_sum += F::cross_entropy(logits, b.tensors[2], F::CrossEntropyFuncOptions().reduction(torch::kSum)).item<double>();
+    right += logits.argmax(-1).eq(b.tensors[2]).sum().item<double>();
+  }
+  return Metrics{{"loss", loss_sum / static_cast<double>(n)},
+                 {"accuracy", right / static_cast<double>(n)},
+                 {"examples", static_cast<double>(n)}};
+}
+
+torch::Tensor TextClassificationTask::probabilities(const std::vector<std::string>& texts) {
+  std::vector<Example> examples;
+  std::vector<int64_t> idx;
+  for (const auto& t : texts) {
+    idx.push_back(static_cast<int64_t>(examples.size()));
+    examples.push_back({encode(t), 0});
+  }
+  const auto device = model_->parameters().front().device();
+  torch::NoGradGuard g;
+  const Batch b = batch_of(examples, idx).to(device);
+  return model_->forward(b.tensors[0], {}, b.tensors[1]).softmax(-1).to(torch::kCPU);
+}
+
+void TextClassificationTask::save_assets(const std::string& dir) const {
+  std::ofstream out(fs::path(dir) / kVocabFile, std::ios::binary);
+  for (const auto& t : vocab_) out << t << "\n";
+  if (!out) throw Error(cat((fs::path(dir) / kVocabFile).string(), ": cannot write"));
+}
+
+}  // namespace zoo
