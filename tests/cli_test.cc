@@ -47,7 +47,7 @@ TEST(Cli, BadInputIsRejectedWithOneClearLine) {
       {"classify --checkpoint " + (dir / "nockpt") + " " + good, "no such checkpoint directory"},
       {"export --checkpoint " + (dir / "nockpt") + " --out " + (dir / "x"), "no such checkpoint directory"},
       {"train" + out, "zoo train needs --config FILE.json"},
-      {"train --help-config translaton", "unknown task 'translaton'; tasks: image_classification, translation, language_modeling (did "
+      {"train --help-config translaton", "unknown task 'translaton'; tasks: image_classification, translation, language_modeling, bert_pretraining, text_classification (did "
                                          "you mean 'translation'?)"},
       {"train --config " + good + " --init-from " + (dir / "nockpt") + out, "train.init_from: "},
   };

@@ -25,7 +25,7 @@ std::string review(int i, bool positive) {
   std::string text;
   for (int w = 0; w < 8; ++w) {
     const auto& pool = w % 3 == 1 ? (positive ? kGood : kBad) : kNeutral;
-    text += (w ? " " : "") + pool[(i * 5 + w * 3) % pool.size()];
+    text += (w ? " " : "") + pool[(i / 2 * 5 + w * 3) % pool.size()];  // the same neutral words in both classes
   }
   return text + ".";
 }
@@ -70,6 +70,23 @@ TEST(TextClassification, LearnsSentimentFromFoldersAndEvaluatesTheTestSplit) {
   const json m = json::parse(r.output.substr(r.output.rfind("{")));
   EXPECT_EQ(m["examples"].get<int64_t>(), 40);
   EXPECT_GE(m["accuracy"].get<double>(), 0.9) << r.output;
+
+  // zoo classify: one text per stdin line (blank lines keep their place), or a file each.
+  test::write_file(dir / "in.txt", review(1001, true) + "\n\n" + review(1002, false) + "\n");
+  r = test::run(std::string(ZOO_BINARY) + " classify --checkpoint " + run + "/checkpoint-60 < " + (dir / "in.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("line 1\tpos\t"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("line 2\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("line 3\tneg\t"), std::string::npos) << r.output;
+  test::write_file(dir / "one.txt", review(1004, false));
+  r = test::run_zoo("classify --checkpoint " + run + "/checkpoint-60 --top-k 2 " + (dir / "one.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find((dir / "one.txt") + "\tneg\t"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\tpos\t"), std::string::npos) << "the second label with --top-k 2";
+  test::write_file(dir / "bad.txt", "fine\nbad \xFF here\n");
+  r = test::run(std::string(ZOO_BINARY) + " classify --checkpoint " + run + "/checkpoint-60 < " + (dir / "bad.txt"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("line 2: invalid UTF-8 at byte 4"), std::string::npos) << r.output;
 
   // The same data as a CSV (labels positive/negative).
   std::string csv = "review,sentiment\n";

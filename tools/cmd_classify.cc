@@ -1,8 +1,12 @@
-// zoo classify --checkpoint DIR FILE...: label and probability for each image file.
+// zoo classify --checkpoint DIR [FILE...]: label and probability for each image file, or with a
+// text model for each text file or, without files, each line of stdin.
+#include <fstream>
 #include <iomanip>
+#include <sstream>
 #include <iostream>
 
 #include "data/image_file.h"
+#include "data/text.h"
 #include "tools/commands.h"
 #include "train/device.h"
 #include "train/task_registry.h"
@@ -17,10 +21,69 @@ struct ClassifyArgs {
   int64_t top_k = 1;
 };
 
+std::string read_file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(cat(path, ": cannot open"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Prints NAME<TAB>label<TAB>probability (the top k) per row of `probs`.
+void print_top(const std::vector<std::string>& names, const std::vector<std::string>& labels, const torch::Tensor& probs,
+               int64_t top_k) {
+  const int64_t k = std::min<int64_t>(top_k, static_cast<int64_t>(labels.size()));
+  auto [p, idx] = probs.topk(k, -1);
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::cout << names[i];
+    for (int64_t j = 0; j < k; ++j)
+      std::cout << "\t" << labels[idx[i][j].item<int64_t>()] << "\t" << std::fixed << std::setprecision(4)
+                << p[i][j].item<double>();
+    std::cout << "\n";
+  }
+}
+
+// Texts: each file is one text; without files, each line of stdin is one (blank lines are
+// answered with an empty line, so outputs stay aligned with inputs).
+int classify_texts(TextClassifier& classifier, const ClassifyArgs& a) {
+  std::vector<std::string> names, texts;
+  if (a.files.empty()) {
+    for (std::string line; std::getline(std::cin, line);) {
+      texts.push_back(line);
+      names.push_back(cat("line ", texts.size()));
+    }
+  } else {
+    for (const auto& f : a.files) {
+      texts.push_back(read_file_text(f));
+      names.push_back(f);
+    }
+  }
+  for (size_t i = 0; i < texts.size(); ++i) data::check_utf8(texts[i], names[i]);
+  const auto labels = classifier.label_names();
+  constexpr size_t kBatch = 32;
+  for (size_t s = 0; s < texts.size(); s += kBatch) {
+    std::vector<std::string> part, part_names;
+    for (size_t i = s; i < std::min(texts.size(), s + kBatch); ++i) {
+      if (data::python_strip(texts[i]).empty()) {
+        if (!part.empty()) print_top(part_names, labels, classifier.text_probabilities(part), a.top_k);
+        part.clear(), part_names.clear();
+        std::cout << names[i] << "\n";
+        continue;
+      }
+      part.push_back(texts[i]);
+      part_names.push_back(names[i]);
+    }
+    if (!part.empty()) print_top(part_names, labels, classifier.text_probabilities(part), a.top_k);
+  }
+  return 0;
+}
+
 int run_classify(const ClassifyArgs& a) {
   checked_checkpoint_dir(a.checkpoint);
   const torch::Device device = resolve_device(a.device);
   auto task = load_task(a.checkpoint, {}, device);
+  if (TextClassifier* text = task->text_classifier()) return classify_texts(*text, a);
+  if (a.files.empty()) throw Error("zoo classify: give the image files to classify");
   ImageClassifier* classifier = task->image_classifier();
   if (!classifier)
     throw Error(cat(a.checkpoint, ": not an image classification model (task '", task->config().value("task", ""),
@@ -29,27 +92,18 @@ int run_classify(const ClassifyArgs& a) {
   // Decode everything first: a bad file fails before any model work.
   std::vector<torch::Tensor> decoded;
   for (const auto& f : a.files) decoded.push_back(data::load_image(f, channels, size, size));
-  const auto labels = classifier->label_names();
-  auto probs = classifier->probabilities(torch::stack(decoded));
-  const int64_t k = std::min<int64_t>(a.top_k, static_cast<int64_t>(labels.size()));
-  auto [p, idx] = probs.topk(k, -1);
-  for (size_t i = 0; i < a.files.size(); ++i) {
-    std::cout << a.files[i];
-    for (int64_t j = 0; j < k; ++j) {
-      const int64_t c = idx[i][j].item<int64_t>();
-      std::cout << "\t" << labels[c] << "\t" << std::fixed << std::setprecision(4) << p[i][j].item<double>();
-    }
-    std::cout << "\n";
-  }
+  print_top(a.files, classifier->label_names(), classifier->probabilities(torch::stack(decoded)), a.top_k);
   return 0;
 }
 }  // namespace
 
 void setup_classify(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<ClassifyArgs>();
-  auto* cmd = app.add_subcommand("classify", "Classify PNG/JPEG/PGM/BMP images with an image model checkpoint");
+  auto* cmd = app.add_subcommand(
+      "classify", "Classify images (PNG/JPEG/PGM/BMP) or texts (a file each, or one per line of stdin) with a checkpoint");
   cmd->add_option("--checkpoint", a->checkpoint, "checkpoint directory")->required();
-  cmd->add_option("files", a->files, "image files")->required()->check(CLI::ExistingFile);
+  cmd->add_option("files", a->files, "image files, or text files (one text each); texts: stdin lines when none")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
   cmd->add_option("--top-k", a->top_k, "labels to print per file")->check(CLI::Range(1, 1000))->capture_default_str();
   cmd->callback([a, exit_code] { *exit_code = run_classify(*a); });

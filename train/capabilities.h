@@ -28,6 +28,15 @@ class ImageClassifier {
   virtual torch::Tensor probabilities(const torch::Tensor& images) = 0;
 };
 
+/// A model that labels texts (zoo classify on text).
+class TextClassifier {
+ public:
+  virtual ~TextClassifier() = default;
+  virtual std::vector<std::string> label_names() const = 0;
+  /// Raw texts -> class probabilities (texts, labels) on the CPU, tokenised as in training.
+  virtual torch::Tensor text_probabilities(const std::vector<std::string>& texts) = 0;
+};
+
 /// One translated sentence, with what an alignment heat map needs.
 struct Translation {
   std::string text;                        ///< target words joined by spaces; "" for no input

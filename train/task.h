@@ -125,6 +125,7 @@ class Task {
   /// What this task can do beyond training and evaluation, for the CLI: each is null unless
   /// the task offers it (zoo classify, zoo translate, zoo generate).
   virtual ImageClassifier* image_classifier() { return nullptr; }
+  virtual TextClassifier* text_classifier() { return nullptr; }
   virtual Translator* translator() { return nullptr; }
   virtual TextGenerator* text_generator() { return nullptr; }
 

@@ -193,7 +193,7 @@ Metrics TextClassificationTask::evaluate(const std::string& split, int64_t batch
                  {"examples", static_cast<double>(n)}};
 }
 
-torch::Tensor TextClassificationTask::probabilities(const std::vector<std::string>& texts) {
+torch::Tensor TextClassificationTask::text_probabilities(const std::vector<std::string>& texts) {
   std::vector<Example> examples;
   std::vector<int64_t> idx;
   for (const auto& t : texts) {

@@ -13,6 +13,7 @@
 #include "data/reviews.h"
 #include "data/wordpiece.h"
 #include "models/bert.h"
+#include "train/capabilities.h"
 #include "train/task.h"
 
 namespace zoo {
@@ -57,7 +58,7 @@ struct TextClassificationDataOptions {
   }
 };
 
-class TextClassificationTask : public Task {
+class TextClassificationTask : public Task, public TextClassifier {
  public:
   TextClassificationTask(const json& config, const TaskContext& context, const std::string& checkpoint_dir = "");
 
@@ -74,8 +75,10 @@ class TextClassificationTask : public Task {
 
   /// A text as the ids the model reads: [CLS] tokens [SEP], cut to data.max_length.
   std::vector<int64_t> encode(const std::string& text) const;
-  /// Class probabilities (N, labels) of raw texts.
-  torch::Tensor probabilities(const std::vector<std::string>& texts);
+  // TextClassifier
+  TextClassifier* text_classifier() override { return this; }
+  std::vector<std::string> label_names() const override { return data_.labels; }
+  torch::Tensor text_probabilities(const std::vector<std::string>& texts) override;
 
  private:
   struct Example {
