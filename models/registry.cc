@@ -69,7 +69,7 @@ const std::map<std::string, Preset>& presets() {
       {"bert-small-imdb",
        {"bert",
         {{"hidden_size", 256}, {"num_hidden_layers", 4}, {"num_attention_heads", 4}, {"intermediate_size", 1024},
-         {"max_position_embeddings", 128}}}},
+         {"max_position_embeddings", 512}}}},
       // "Attention Is All You Need"'s base model: 6 + 6 layers, 512 wide, 8 heads, 2048, dropout 0.1.
       {"transformer-base", {"transformer", json::object()}},
       // Sized for the Tatoeba Chinese-English pairs (~27k) on a 2-core CPU.

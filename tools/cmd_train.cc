@@ -117,6 +117,19 @@ void setup_train(CLI::App& app, int* exit_code) {
   });
 }
 
+// zoo finetune --from DIR --config FILE: zoo train with train.init_from = DIR (the body from a
+// pretrained checkpoint, a new head where the task's model has one).
+void setup_finetune(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<TrainCommand>();
+  auto* cmd = app.add_subcommand("finetune", "Fine-tune: zoo train starting from a pretrained checkpoint's weights");
+  cmd->add_option("--from", a->init_from, "the pretrained zoo checkpoint or Hugging Face directory")->required();
+  cmd->add_option("--config", a->config, "config file (see tools/recipes/)")->required();
+  cmd->add_option("--set", a->overrides, "override a config key: section.key=value (repeatable)");
+  cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
+  cmd->add_option("--output-dir", a->output_dir, "where checkpoints and logs go (default runs/<config name>)");
+  cmd->callback([a, exit_code] { *exit_code = run_train(*a); });
+}
+
 std::string checked_checkpoint_dir(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) throw Error(cat(dir, ": no such checkpoint directory"));

@@ -11,6 +11,7 @@ namespace zoo::cli {
 /// Registers a subcommand; the callback runs it and stores the exit code in *exit_code.
 void setup_devices(CLI::App& app, int* exit_code);
 void setup_train(CLI::App& app, int* exit_code);
+void setup_finetune(CLI::App& app, int* exit_code);
 void setup_eval(CLI::App& app, int* exit_code);
 void setup_classify(CLI::App& app, int* exit_code);
 void setup_export(CLI::App& app, int* exit_code);

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   zoo::cli::setup_devices(app, &exit_code);
   zoo::cli::setup_train(app, &exit_code);
+  zoo::cli::setup_finetune(app, &exit_code);
   zoo::cli::setup_eval(app, &exit_code);
   zoo::cli::setup_classify(app, &exit_code);
   zoo::cli::setup_export(app, &exit_code);
