@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 #include <cmath>
+#include <deque>
+#include <string_view>
 #include <random>
 
 #include "core/error.h"
@@ -90,8 +92,8 @@ void for_chunks(size_t n, const std::function<void(size_t)>& f) {
 
 // One chunk of reviews, tokenised: local ids numbered in order of first appearance.
 struct Chunk {
-  std::vector<std::string> tokens;  // local id -> token
-  std::vector<int64_t> counts;      // local id -> occurrences
+  std::deque<std::string> tokens;  // local id -> token (a deque: the map below views them)
+  std::vector<int64_t> counts;     // local id -> occurrences
   std::vector<std::vector<int32_t>> sentences;
   std::vector<int64_t> word_counts;
   std::vector<int64_t> sentences_per_review;
@@ -99,9 +101,33 @@ struct Chunk {
   int64_t first_sentence = 0, first_item = 0;  // global offsets
 };
 
+bool ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
+
+// The whitespace-separated words of `s` as views into it (python_split's result, without
+// copies, for ASCII text); other text goes through python_split into `owned`.
+void split_views(const std::string& s, std::vector<std::string>& owned, std::vector<std::string_view>& out) {
+  out.clear();
+  if (std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; })) {
+    owned = python_split(s);
+    for (const auto& w : owned) out.emplace_back(w);
+    return;
+  }
+  for (size_t i = 0; i < s.size();) {
+    if (ascii_space(s[i])) {
+      ++i;
+      continue;
+    }
+    const size_t start = i;
+    while (i < s.size() && !ascii_space(s[i])) ++i;
+    out.emplace_back(s.data() + start, i - start);
+  }
+}
+
 void tokenize(const std::vector<std::string>& reviews, size_t begin, size_t end, Chunk& c) {
-  std::unordered_map<std::string, int32_t> local;
+  std::unordered_map<std::string_view, int32_t> local;
   std::string spaced;
+  std::vector<std::string> owned;
+  std::vector<std::string_view> words;
   for (size_t r = begin; r < end; ++r) {
     const auto sentences = split_sentences(reviews[r]);
     c.sentences_per_review.push_back(static_cast<int64_t>(sentences.size()));
@@ -109,11 +135,14 @@ void tokenize(const std::vector<std::string>& reviews, size_t begin, size_t end,
     for (const auto& s : sentences) {
       c.word_counts.push_back(python_split_count(s));
       basic_english_spaced(s, spaced);
+      split_views(spaced, owned, words);
       std::vector<int32_t> ids;
-      for (auto& piece : python_split(spaced)) {
-        auto [it, inserted] = local.emplace(std::move(piece), static_cast<int32_t>(c.tokens.size()));
-        if (inserted) {
-          c.tokens.push_back(it->first);
+      ids.reserve(words.size());
+      for (const auto& w : words) {
+        auto it = local.find(w);
+        if (it == local.end()) {
+          c.tokens.emplace_back(w);
+          it = local.emplace(c.tokens.back(), static_cast<int32_t>(c.counts.size())).first;
           c.counts.push_back(0);
         }
         ++c.counts[it->second];

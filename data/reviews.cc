@@ -49,9 +49,19 @@ void bad(const std::string& why, const TextReadOptions& options, TextReadReport&
 
 // The text as a LabeledText would hold it, or "" with `why` set when it cannot be used.
 // `file_byte` is where the first invalid byte is in the file (for the message).
-std::string clean(const std::string& raw, int64_t file_byte, const TextReadOptions& options, std::string* why) {
-  std::string text = raw;
-  const size_t invalid = find_invalid_utf8(text);
+// Whether `text` holds only whitespace (ASCII fast path; python_strip otherwise).
+bool blank(const std::string& text) {
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) >= 0x80) return python_strip(text).empty();
+    if (c != ' ' && (c < '\t' || c > '\r') && (c < '\x1c' || c > '\x1f')) return false;
+  }
+  return true;
+}
+
+// `valid`: the caller already knows the text is valid UTF-8 (a CSV checked as a whole).
+std::string clean(std::string text, int64_t file_byte, const TextReadOptions& options, std::string* why,
+                  bool valid = false) {
+  const size_t invalid = valid ? std::string::npos : find_invalid_utf8(text);
   if (invalid != std::string::npos) {
     if (!options.replace_invalid_utf8) {
       *why = cat("invalid UTF-8 at byte ", file_byte >= 0 ? file_byte : static_cast<int64_t>(invalid),
@@ -61,7 +71,7 @@ std::string clean(const std::string& raw, int64_t file_byte, const TextReadOptio
     text = replace_invalid(text);
   }
   if (!options.keep_html) text = replace_html_breaks(text);
-  if (python_strip(text).empty()) {
+  if (blank(text)) {
     *why = "empty text";
     return "";
   }
@@ -198,7 +208,7 @@ std::vector<LabeledText> read_text_csv(const std::string& path, const std::strin
                                        TextReadReport& report) {
   const std::string bytes = read_file_bytes(path);
   if (bytes.empty()) throw Error(cat(path, ": empty file (expected a CSV with a header row)"));
-  const std::vector<CsvRow> rows = parse_csv(bytes, path);
+  std::vector<CsvRow> rows = parse_csv(bytes, path);
   // File offsets of invalid UTF-8, so a message names the byte exactly.
   std::vector<int64_t> invalid;
   for (size_t from = 0; from < bytes.size();) {
@@ -226,7 +236,7 @@ std::vector<LabeledText> read_text_csv(const std::string& path, const std::strin
   const int64_t label_at = label_column.empty() ? -1 : column(label_column);
   std::vector<LabeledText> out;
   for (size_t r = 1; r < rows.size(); ++r) {
-    const CsvRow& row = rows[r];
+    CsvRow& row = rows[r];
     const std::string where = cat(path, ":", row.line);
     if (row.fields.size() == 1 && row.fields[0].empty()) continue;  // a blank line
     if (row.fields.size() != header.size()) {
@@ -236,12 +246,13 @@ std::vector<LabeledText> read_text_csv(const std::string& path, const std::strin
       continue;
     }
     std::string why;
-    std::string text = clean(row.fields[text_at], first_invalid_in(r), options, &why);
+    std::string label = label_at >= 0 ? python_strip(row.fields[label_at]) : "";
+    const int64_t bad_byte = first_invalid_in(r);
+    std::string text = clean(std::move(row.fields[text_at]), bad_byte, options, &why, bad_byte < 0);
     if (text.empty()) {
       bad(cat(where, ": ", why), options, report);
       continue;
     }
-    std::string label = label_at >= 0 ? python_strip(row.fields[label_at]) : "";
     if (label_at >= 0 && label.empty()) {
       bad(cat(where, ": empty label"), options, report);
       continue;
