@@ -3,6 +3,7 @@
 // same weights, with padding and segment ids; the tied MLM decoder written out and dropped
 // again as transformers' files hold it.
 #include "models/bert.h"
+#include "models/bert_doc000.h"
 
 #include <gtest/gtest.h>
 
@@ -131,6 +132,30 @@ TEST(Bert, SequenceClassificationGivesThePythonReferencesLogits) {
   // A padded row gives what it gives alone.
   auto alone = m->forward(in.ids.narrow(0, 2, 1).narrow(1, 0, 4), in.types.narrow(0, 2, 1).narrow(1, 0, 4));
   EXPECT_LE((alone - m->forward(in.ids, in.types, in.mask).narrow(0, 2, 1)).abs().max().item<double>(), 1e-5);
+}
+
+// Document 000's own BERT, defects included, against its PyTorch code (tests/py/bert_doc000.py)
+// with the same weights: the same MLM log-probabilities and NSP logits within 1e-5.
+TEST(BertDoc000, MatchesTheDocumentsPyTorchCode) {
+  test::TempDir dir;
+  auto r = test::run_python("bert_doc000.py", "run 57 24 18 3 5 " + (dir / "doc.safetensors"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto t = safetensors::load(dir / "doc.safetensors").tensors;
+  models::Doc000BertOptions o;
+  o.vocab_size = 57, o.dim_inp = 24, o.dim_out = 18, o.attention_heads = 3;
+  models::Doc000Bert m(o);
+  m->eval();
+  torch::NoGradGuard g;
+  size_t loaded = 0;
+  for (auto& p : m->named_parameters()) {
+    ASSERT_TRUE(t.count(p.key())) << p.key();
+    p.value().copy_(t.at(p.key()));
+    ++loaded;
+  }
+  EXPECT_EQ(loaded + 4, t.size()) << "every tensor of the document's state dict is a parameter here";
+  auto [tokens, nsp] = m->forward(t.at("input_ids"), t.at("attention_mask"));
+  EXPECT_LE((tokens - t.at("token_predictions")).abs().max().item<double>(), 1e-5);
+  EXPECT_LE((nsp - t.at("nsp")).abs().max().item<double>(), 1e-5);
 }
 
 }  // namespace
