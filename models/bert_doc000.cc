@@ -56,13 +56,17 @@ torch::Tensor Doc000BertImpl::attend(const torch::Tensor& x, const torch::Tensor
 
 std::pair<torch::Tensor, torch::Tensor> Doc000BertImpl::forward(const torch::Tensor& input_ids,
                                                                 const torch::Tensor& attention_mask) {
+  auto encoded = encode(input_ids, attention_mask);
+  return {token_log_probs(encoded), nsp_logits(encoded)};
+}
+
+torch::Tensor Doc000BertImpl::encode(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
   auto context = attend(embed(input_ids), attention_mask);
   auto h = ff1(context);  // Linear, Dropout, GELU, Linear, Dropout: the document's order
   if (o_.dropout > 0) h = torch::dropout(h, o_.dropout, is_training());
   h = ff2(torch::gelu(h));
   if (o_.dropout > 0) h = torch::dropout(h, o_.dropout, is_training());
-  auto encoded = encoder_norm(h);  // no residual, as the document
-  return {token_prediction(encoded).log_softmax(-1), classification(encoded.select(1, 0))};
+  return encoder_norm(h);  // no residual, as the document
 }
 
 }  // namespace zoo::models

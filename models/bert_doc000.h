@@ -29,6 +29,13 @@ class Doc000BertImpl : public torch::nn::Module {
  public:
   explicit Doc000BertImpl(const Doc000BertOptions& o);
   std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  /// The encoder's output (B, T, dim_inp), before the two heads.
+  torch::Tensor encode(const torch::Tensor& input_ids, const torch::Tensor& attention_mask);
+  /// The heads on it: MLM log-probabilities of the rows of `hidden` (..., dim_inp) -> (..., V),
+  /// and NSP logits of the first tokens of `encoded` (B, T, dim_inp) -> (B, 2). Training needs
+  /// the MLM scores of the selected tokens only (the document's loss zeroes the others).
+  torch::Tensor token_log_probs(const torch::Tensor& hidden) { return token_prediction(hidden).log_softmax(-1); }
+  torch::Tensor nsp_logits(const torch::Tensor& encoded) { return classification(encoded.select(1, 0)); }
 
  private:
   torch::Tensor embed(const torch::Tensor& ids);

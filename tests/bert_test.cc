@@ -158,5 +158,40 @@ TEST(BertDoc000, MatchesTheDocumentsPyTorchCode) {
   EXPECT_LE((nsp - t.at("nsp")).abs().max().item<double>(), 1e-5);
 }
 
+// The MLM loss over the selected tokens' scores only equals the document's loss over all
+// positions with the others zeroed (masked_fill + NLLLoss(ignore_index=0)), gradients too.
+TEST(BertDoc000, SelectedTokenLossEqualsTheDocumentsMaskedLoss) {
+  models::Doc000BertOptions o;
+  o.vocab_size = 41, o.dim_inp = 16, o.dim_out = 12, o.attention_heads = 2, o.dropout = 0;
+  torch::manual_seed(8);
+  models::Doc000Bert m(o);
+  auto ids = torch::randint(5, 41, {3, 9}, torch::kLong);
+  auto selected = torch::rand({3, 9}).lt(0.3);
+  selected[0][2] = true;
+  auto target = ids.masked_fill(selected.logical_not(), 0);
+  auto mask = ids.eq(1).unsqueeze(1);
+  auto grads = [&](bool selected_only) {
+    m->zero_grad();
+    auto encoded = m->encode(ids, mask);
+    torch::Tensor loss;
+    if (selected_only) {
+      loss = torch::nn::functional::nll_loss(m->token_log_probs(encoded.index({selected})), target.index({selected}),
+                                             torch::nn::functional::NLLLossFuncOptions().ignore_index(0));
+    } else {
+      auto token = m->token_log_probs(encoded);
+      token = token.masked_fill(selected.logical_not().unsqueeze(-1).expand_as(token), 0);
+      loss = torch::nn::functional::nll_loss(token.transpose(1, 2), target,
+                                             torch::nn::functional::NLLLossFuncOptions().ignore_index(0));
+    }
+    loss.backward();
+    std::vector<torch::Tensor> out{loss.detach()};
+    for (auto& p : m->parameters()) out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+    return out;
+  };
+  const auto a = grads(true), b = grads(false);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_LE((a[i] - b[i]).abs().max().item<double>(), 1e-6) << i;
+}
+
 }  // namespace
 }  // namespace zoo
