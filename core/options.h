@@ -50,6 +50,8 @@ size_t edit_distance(const std::string& a, const std::string& b);
 std::string nearest(const std::string& key, const std::vector<std::string>& candidates);
 /// "a, b, c"
 std::string join(const std::vector<std::string>& items, const std::string& sep = ", ");
+/// Whether `s` ends with `suffix`.
+bool ends_with(const std::string& s, const std::string& suffix);
 
 namespace detail {
 

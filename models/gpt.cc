@@ -137,9 +137,6 @@ torch::Tensor GPT2Decoder::step(const torch::Tensor& prev_tokens, DecoderState& 
 // --- Hugging Face layout ----------------------------------------------------------------
 
 namespace {
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 // The weights Hugging Face keeps as Conv1D (in, out) rather than Linear (out, in).
 bool conv1d_weight(const std::string& name) {
   for (const char* s : {".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight"})

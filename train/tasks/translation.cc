@@ -304,10 +304,12 @@ std::vector<data::SentencePair> TranslationTask::eval_pairs(const std::string& s
   return split == "valid" ? split_.valid : split == "test" ? split_.test : split_.train;
 }
 
-std::set<std::string> TranslationTask::training_sources() {
-  std::set<std::string> sources;
-  for (const auto& p : eval_pairs("train")) sources.insert(data::preprocess_chinese(p.source));
-  return sources;
+const std::set<std::string>& TranslationTask::training_sources() {
+  if (!training_sources_) {  // once: every evaluation of a run needs the same set
+    training_sources_.emplace();
+    for (const auto& p : eval_pairs("train")) training_sources_->insert(data::preprocess_chinese(p.source));
+  }
+  return *training_sources_;
 }
 
 std::vector<std::vector<int64_t>> TranslationTask::epoch_plan(uint64_t seed, int64_t epoch,
@@ -401,7 +403,7 @@ Metrics TranslationTask::evaluate(const std::string& split, int64_t batch_size,
   const double loss = total_tokens > 0 ? total_loss / static_cast<double>(total_tokens) : 0.0;
   // The random split leaves some sources of this split verbatim in the training split: BLEU
   // on the rest says how the model does on sentences it never saw.
-  const std::set<std::string> seen = training_sources();
+  const std::set<std::string>& seen = training_sources();
   std::vector<std::string> unseen_hyps, unseen_refs;
   for (int64_t i = 0; i < n; ++i)
     if (!seen.count(data::preprocess_chinese(pairs[i].source))) {

@@ -192,7 +192,7 @@ class TranslationTask : public Task, public Translator {
   // <split>.tsv next to the checkpoint when data.path is not available.
   std::vector<data::SentencePair> eval_pairs(const std::string& split);
   // The preprocessed sources of the training split (for BLEU on unseen sources).
-  std::set<std::string> training_sources();
+  const std::set<std::string>& training_sources();
   void fit_vocabularies();
   // Trains the SentencePiece models of the sides that use one, on the training split.
   void train_tokenizers();
@@ -223,6 +223,7 @@ class TranslationTask : public Task, public Translator {
   std::vector<std::vector<int64_t>> train_src_, train_tgt_;  // encoded training pairs
   std::vector<int64_t> train_order_key_;                     // bucketing key per pair
   std::vector<int64_t> train_cost_;                          // longest side in tokens per pair
+  std::optional<std::set<std::string>> training_sources_;    // see training_sources()
 };
 
 }  // namespace zoo
