@@ -98,7 +98,7 @@ struct Chunk {
   std::vector<int64_t> word_counts;
   std::vector<int64_t> sentences_per_review;
   int64_t items = 0;   // 2 per pair of consecutive sentences
-  int64_t first_sentence = 0, first_item = 0;  // global offsets
+  int64_t first_sentence = 0, first_item = 0, first_review = 0;  // global offsets
 };
 
 bool ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
@@ -207,25 +207,29 @@ int64_t write_half(const std::vector<int32_t>& ids, int64_t length, int32_t* out
   return visible;
 }
 
-}  // namespace
+// Steps 1-3 of both layouts: the chunks' sentences in final vocabulary ids, the vocabulary
+// and the sentence length in `out`.
+struct Tokenized {
+  std::vector<Chunk> chunks;
+  std::vector<const std::vector<int32_t>*> all;  // every sentence, by global index
+  int64_t reviews = 0, pair_items = 0;
+};
 
-BertExamples build_bert_examples(const std::vector<std::string>& reviews, const BertExampleOptions& options) {
-  if (options.masking != "bert" && options.masking != "document")
-    throw Error(cat("BERT masking must be bert or document, got '", options.masking, "'"));
-  BertExamples out;
+Tokenized tokenize_all(const std::vector<std::string>& reviews, const BertExampleOptions& options, BertExamples& out) {
+  Tokenized t;
   // 1. Tokenise chunks of reviews in parallel, each numbering its own tokens.
-  std::vector<Chunk> chunks((reviews.size() + kChunk - 1) / kChunk);
-  for_chunks(chunks.size(), [&](size_t c) {
-    tokenize(reviews, c * kChunk, std::min(reviews.size(), (c + 1) * kChunk), chunks[c]);
+  t.chunks.resize((reviews.size() + kChunk - 1) / kChunk);
+  for_chunks(t.chunks.size(), [&](size_t c) {
+    tokenize(reviews, c * kChunk, std::min(reviews.size(), (c + 1) * kChunk), t.chunks[c]);
   });
   // 2. One numbering in order of first appearance (chunk by chunk), counts added up.
   std::unordered_map<std::string, int32_t> global;
   std::vector<std::string> distinct;
   std::vector<int64_t> counts, word_counts;
-  std::vector<std::vector<int32_t>> to_global(chunks.size());
-  int64_t sentences = 0, items = 0;
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    Chunk& ch = chunks[c];
+  std::vector<std::vector<int32_t>> to_global(t.chunks.size());
+  int64_t sentences = 0;
+  for (size_t c = 0; c < t.chunks.size(); ++c) {
+    Chunk& ch = t.chunks[c];
     for (size_t l = 0; l < ch.tokens.size(); ++l) {
       auto [it, inserted] = global.emplace(ch.tokens[l], static_cast<int32_t>(distinct.size()));
       if (inserted) {
@@ -236,34 +240,44 @@ BertExamples build_bert_examples(const std::vector<std::string>& reviews, const 
       to_global[c].push_back(it->second);
     }
     word_counts.insert(word_counts.end(), ch.word_counts.begin(), ch.word_counts.end());
-    ch.first_sentence = sentences, ch.first_item = items;
+    ch.first_sentence = sentences, ch.first_item = t.pair_items, ch.first_review = t.reviews;
     sentences += static_cast<int64_t>(ch.sentences.size());
-    items += ch.items;
+    t.pair_items += ch.items;
+    t.reviews += static_cast<int64_t>(ch.sentences_per_review.size());
   }
   out.sentence_length = percentile_floor(word_counts, options.length_percentile);
   if (out.sentence_length < 1) throw Error("BERT examples: the sentences are empty (length percentile 0)");
-  const int64_t L = out.sentence_length, W = out.width = 2 * L + 1;
 
   // 3. The vocabulary: tokens seen at least min_freq times, in order of first appearance.
   std::vector<int32_t> final_id(counts.size(), static_cast<int32_t>(BertVocab::kUnk));
   for (size_t p = 0; p < counts.size(); ++p)
     if (counts[p] >= options.min_freq) final_id[p] = static_cast<int32_t>(out.vocab.add(distinct[p]));
-  std::vector<const std::vector<int32_t>*> all;  // every sentence, by global index
-  all.reserve(static_cast<size_t>(sentences));
-  for (size_t c = 0; c < chunks.size(); ++c)
-    for (auto& s : chunks[c].sentences) {
+  t.all.reserve(static_cast<size_t>(sentences));
+  for (size_t c = 0; c < t.chunks.size(); ++c)
+    for (auto& s : t.chunks[c].sentences) {
       for (auto& id : s) id = final_id[static_cast<size_t>(to_global[c][static_cast<size_t>(id)])];
-      all.push_back(&s);
+      t.all.push_back(&s);
     }
+  return t;
+}
 
-  // 4. The items, chunk by chunk in parallel into their place; a random stream per chunk.
-  out.input_ids.resize(static_cast<size_t>(items * W));
-  out.original.resize(static_cast<size_t>(items * W));
-  out.masked.assign(static_cast<size_t>(items * W), 0);
+void allocate(BertExamples& out, int64_t items) {
+  const auto cells = static_cast<size_t>(items * out.width);
+  out.input_ids.resize(cells);
+  out.original.resize(cells);
+  out.masked.assign(cells, 0);
   out.is_next.resize(static_cast<size_t>(items));
+  out.second_start.resize(static_cast<size_t>(items));
+}
+
+// 4. The document's items, chunk by chunk in parallel into their place; a random stream per chunk.
+void write_sentence_pairs(const Tokenized& t, const BertExampleOptions& options, BertExamples& out) {
+  const int64_t L = out.sentence_length, W = out.width = 2 * L + 1;
+  const auto sentences = static_cast<int64_t>(t.all.size());
+  allocate(out, t.pair_items);
   const int64_t vocab_size = out.vocab.size();
-  for_chunks(chunks.size(), [&](size_t c) {
-    const Chunk& ch = chunks[c];
+  for_chunks(t.chunks.size(), [&](size_t c) {
+    const Chunk& ch = t.chunks[c];
     Masker masker(options, vocab_size, mix(options.seed * 0x100000001B3ULL + c));
     int64_t item = ch.first_item;
     auto add_item = [&](int64_t first, int64_t second, bool next) {
@@ -271,13 +285,14 @@ BertExamples build_bert_examples(const std::vector<std::string>& reviews, const 
       int32_t* in = &out.input_ids[at];
       int32_t* orig = &out.original[at];
       uint8_t* sel = &out.masked[at];
-      const int64_t va = write_half(*all[first], L, orig);
+      const int64_t va = write_half(*t.all[first], L, orig);
       orig[L] = static_cast<int32_t>(BertVocab::kSep);
-      const int64_t vb = write_half(*all[second], L, orig + L + 1);
+      const int64_t vb = write_half(*t.all[second], L, orig + L + 1);
       std::copy(orig, orig + W, in);
-      masker.mask(static_cast<int64_t>(all[first]->size()), va, in + 1, sel + 1);
-      masker.mask(static_cast<int64_t>(all[second]->size()), vb, in + L + 2, sel + L + 2);
+      masker.mask(static_cast<int64_t>(t.all[first]->size()), va, in + 1, sel + 1);
+      masker.mask(static_cast<int64_t>(t.all[second]->size()), vb, in + L + 2, sel + L + 2);
       out.is_next[static_cast<size_t>(item)] = next ? 1 : 0;
+      out.second_start[static_cast<size_t>(item)] = static_cast<int32_t>(L + 1);  // the second [CLS]
       ++item;
     };
     int64_t s = ch.first_sentence;
@@ -292,6 +307,101 @@ BertExamples build_bert_examples(const std::vector<std::string>& reviews, const 
       s += n;
     }
   });
+}
+
+// The windows of a review of n tokens in items of `budget` tokens: whole windows, and the
+// rest when it has two tokens (one for each part).
+int64_t segment_count(int64_t n, int64_t budget) { return n / budget + (n % budget >= 2 ? 1 : 0); }
+
+// Each review's tokens: its sentences joined by "." (which split_sentences took away) when the
+// vocabulary has it.
+std::vector<std::vector<int32_t>> review_streams(const Tokenized& t, const BertVocab& vocab) {
+  const auto period = static_cast<int32_t>(vocab.id("."));
+  std::vector<std::vector<int32_t>> streams(static_cast<size_t>(t.reviews));
+  for_chunks(t.chunks.size(), [&](size_t c) {
+    const Chunk& ch = t.chunks[c];
+    size_t s = 0;
+    for (size_t r = 0; r < ch.sentences_per_review.size(); ++r) {
+      auto& stream = streams[static_cast<size_t>(ch.first_review) + r];
+      for (int64_t k = 0; k < ch.sentences_per_review[r]; ++k, ++s) {
+        if (k > 0 && period != BertVocab::kUnk) stream.push_back(period);
+        stream.insert(stream.end(), ch.sentences[s].begin(), ch.sentences[s].end());
+      }
+    }
+  });
+  return streams;
+}
+
+// 4. The paper's items ("[CLS] A [SEP] B [SEP]"), chunk by chunk in parallel.
+void write_segments(const Tokenized& t, const BertExampleOptions& options, BertExamples& out) {
+  const int64_t W = out.width = options.max_length, budget = W - 3;
+  if (budget < 2) throw Error(cat("BERT examples: max_length ", W, " leaves no room for two parts (at least 5)"));
+  const auto streams = review_streams(t, out.vocab);
+  const auto reviews = static_cast<int64_t>(streams.size());
+  std::vector<int64_t> first_item(t.chunks.size() + 1, 0);
+  for (size_t c = 0; c < t.chunks.size(); ++c) {
+    int64_t n = 0;
+    for (size_t r = 0; r < t.chunks[c].sentences_per_review.size(); ++r)
+      n += segment_count(static_cast<int64_t>(streams[t.chunks[c].first_review + r].size()), budget);
+    first_item[c + 1] = first_item[c] + n;
+  }
+  allocate(out, first_item.back());
+  const int64_t vocab_size = out.vocab.size();
+  for_chunks(t.chunks.size(), [&](size_t c) {
+    const Chunk& ch = t.chunks[c];
+    Masker masker(options, vocab_size, mix(options.seed * 0x100000001B3ULL + c));
+    int64_t item = first_item[c];
+    for (size_t k = 0; k < ch.sentences_per_review.size(); ++k) {
+      const int64_t r = ch.first_review + static_cast<int64_t>(k);
+      const auto& tokens = streams[static_cast<size_t>(r)];
+      const auto n = static_cast<int64_t>(tokens.size());
+      for (int64_t pos = 0, m = 0; n - pos >= 2; pos += m, ++item) {
+        m = std::min(budget, n - pos);
+        const int64_t a = masker.uniform(1, m - 1);
+        int64_t b = m - a;
+        const int32_t* second = tokens.data() + pos + a;
+        bool next = masker.uniform(0, 1) == 0;
+        for (int tries = 0; !next && tries < 10; ++tries) {  // a place in another review
+          const int64_t other = masker.uniform(0, reviews - 1);
+          const auto& o = streams[static_cast<size_t>(other)];
+          if (other == r || o.empty()) continue;
+          b = std::min<int64_t>(b, static_cast<int64_t>(o.size()));
+          second = o.data() + masker.uniform(0, static_cast<int64_t>(o.size()) - b);
+          break;
+        }
+        if (second == tokens.data() + pos + a) next = true;  // no other review to draw from
+        const size_t at = static_cast<size_t>(item * W);
+        int32_t* orig = &out.original[at];
+        orig[0] = static_cast<int32_t>(BertVocab::kCls);
+        std::copy(tokens.data() + pos, tokens.data() + pos + a, orig + 1);
+        orig[a + 1] = static_cast<int32_t>(BertVocab::kSep);
+        std::copy(second, second + b, orig + a + 2);
+        orig[a + b + 2] = static_cast<int32_t>(BertVocab::kSep);
+        std::fill(orig + a + b + 3, orig + W, static_cast<int32_t>(BertVocab::kPad));
+        int32_t* in = &out.input_ids[at];
+        std::copy(orig, orig + W, in);
+        masker.mask(a, a, in + 1, &out.masked[at] + 1);
+        masker.mask(b, b, in + a + 2, &out.masked[at] + a + 2);
+        out.is_next[static_cast<size_t>(item)] = next ? 1 : 0;
+        out.second_start[static_cast<size_t>(item)] = static_cast<int32_t>(a + 2);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+BertExamples build_bert_examples(const std::vector<std::string>& reviews, const BertExampleOptions& options) {
+  if (options.masking != "bert" && options.masking != "document")
+    throw Error(cat("BERT masking must be bert or document, got '", options.masking, "'"));
+  if (options.layout != "sentence_pairs" && options.layout != "segments")
+    throw Error(cat("BERT examples: layout must be sentence_pairs or segments, got '", options.layout, "'"));
+  BertExamples out;
+  const Tokenized t = tokenize_all(reviews, options, out);
+  if (options.layout == "segments")
+    write_segments(t, options, out);
+  else
+    write_sentence_pairs(t, options, out);
   return out;
 }
 

@@ -13,6 +13,14 @@
 // vocabulary word 10%, and stay 10%; "document" (document 000's code, for parity): round(15%
 // of the tokens) draws with replacement, 80% [MASK] and 20% a random word.
 //
+// Layout (`layout`): "sentence_pairs" (above, the document's) or "segments" (the BERT paper's
+// own examples, for fine-tuning on whole reviews): each review's tokens (its sentences joined
+// by "." again) cut into consecutive windows of up to `max_length` - 3 tokens, each window cut
+// at a random point into A and B: "[CLS] A [SEP] B [SEP]" padded to `max_length`, B being the
+// rest of the window (a true next segment) or, half the time, as many tokens from a random
+// place of another review (a false one). Masking ("bert" or "document") draws within A and
+// within B.
+//
 // Everything random comes from `seed`: the same reviews and seed give the same examples.
 #include <cstdint>
 #include <string>
@@ -26,6 +34,8 @@ struct BertExampleOptions {
   double mask_probability = 0.15;
   int64_t min_freq = 2;
   double length_percentile = 70;
+  std::string layout = "sentence_pairs";  // "sentence_pairs" | "segments"
+  int64_t max_length = 256;               // segments: the item width
   uint64_t seed = 0;
 };
 
@@ -50,8 +60,9 @@ class BertVocab {
 /// All items, flat: item i's ids are input_ids[i * width .. (i + 1) * width).
 struct BertExamples {
   BertVocab vocab;
-  int64_t sentence_length = 0;  // the 70th percentile; an item is 2 * sentence_length + 1 wide
+  int64_t sentence_length = 0;  // sentence pairs: the 70th percentile; an item is 2 * sentence_length + 1 wide
   int64_t width = 0;
+  std::vector<int32_t> second_start;  // per item: where the second part begins (token type 1 from there)
   std::vector<int32_t> input_ids;   // masked
   std::vector<int32_t> original;    // unmasked (the MLM targets where masked)
   std::vector<uint8_t> masked;      // 1 where a token was selected for MLM

@@ -58,6 +58,15 @@ WordPiece::WordPiece(std::vector<std::string> tokens, bool lower_case)
 }
 
 WordPiece WordPiece::load(const std::string& path, bool lower_case) {
+  try {
+    return WordPiece(read_tokens(path), lower_case);
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind(path, 0) == 0) throw;  // read_tokens named the file already
+    throw Error(cat(path, ": ", e.what()));
+  }
+}
+
+std::vector<std::string> WordPiece::read_tokens(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(cat(path, ": missing (a BERT vocab.txt: one token per line)"));
   std::vector<std::string> tokens;
@@ -68,11 +77,7 @@ WordPiece WordPiece::load(const std::string& path, bool lower_case) {
     if (bad != std::string::npos) throw Error(cat(path, ":", n, ": invalid UTF-8 at byte ", bad, " of the line"));
     tokens.push_back(line);
   }
-  try {
-    return WordPiece(std::move(tokens), lower_case);
-  } catch (const Error& e) {
-    throw Error(cat(path, ": ", e.what()));
-  }
+  return tokens;
 }
 
 void WordPiece::save(const std::string& path) const {

@@ -18,6 +18,9 @@ class WordPiece {
   WordPiece(std::vector<std::string> tokens, bool lower_case = true);
   /// vocab.txt; errors name the file and line.
   static WordPiece load(const std::string& path, bool lower_case = true);
+  /// The tokens of a vocab.txt in id order, unchecked (load() checks them); errors name the
+  /// file and line.
+  static std::vector<std::string> read_tokens(const std::string& path);
   void save(const std::string& path) const;
 
   /// The basic tokenizer alone: the words and punctuation marks of `text`.
@@ -29,6 +32,7 @@ class WordPiece {
   int64_t id(const std::string& token) const;
   const std::string& token(int64_t id) const { return tokens_.at(static_cast<size_t>(id)); }
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
+  const std::vector<std::string>& tokens() const { return tokens_; }
   bool lower_case() const { return lower_case_; }
 
  private:

@@ -89,7 +89,8 @@ BertForPreTrainingImpl::BertForPreTrainingImpl(const BertOptions& o) : o_(o) {
 BertPreTrainingOutput BertForPreTrainingImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
                                                       const torch::Tensor& attention_mask, const torch::Tensor& selected) {
   auto hidden = bert(input_ids, token_type_ids, attention_mask);
-  auto t = transform_norm(activation(o_.hidden_act, transform(selected.defined() ? hidden.index({selected}) : hidden)));
+  auto t = activation(o_.hidden_act, transform(selected.defined() ? hidden.index({selected}) : hidden));
+  t = transform_norm(t.to(hidden.scalar_type()));  // under autocast the dense gives bf16; the norm's weights are fp32
   return {torch::nn::functional::linear(t, bert->word_embeddings->weight, bias),
           seq_relationship(bert->pool(hidden))};
 }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "data/text.h"
 #include "test_util.h"
 
@@ -124,6 +125,63 @@ TEST(BertExamples, MaskingFollowsThePaperOrTheDocument) {
       EXPECT_LT(same_share, 0.02);
     }
   }
+}
+
+// The paper's layout: "[CLS] A [SEP] B [SEP]" within max_length; A and a true B are consecutive
+// windows of one review's words (its sentences joined by "."), in order, every word once;
+// token types from B on; about half the items true.
+TEST(BertExamples, SegmentsAreConsecutiveWindowsOfAReview) {
+  BertExampleOptions o;
+  o.layout = "segments";
+  o.max_length = 12;
+  o.mask_probability = 0;  // the words as they are, to compare with the reviews
+  const auto texts = reviews();
+  const BertExamples ex = build_bert_examples(texts, o);
+  ASSERT_EQ(ex.width, 12);
+  ASSERT_EQ(ex.second_start.size(), static_cast<size_t>(ex.size()));
+  std::vector<std::vector<int32_t>> windows;  // what each item must hold, in order
+  for (const auto& review : texts) {
+    const auto sentences = split_sentences(review);
+    std::vector<int32_t> stream;
+    for (size_t k = 0; k < sentences.size(); ++k) {
+      if (k) stream.push_back(static_cast<int32_t>(ex.vocab.id(".")));
+      for (const auto& w : basic_english(sentences[k])) stream.push_back(static_cast<int32_t>(ex.vocab.id(w)));
+    }
+    // whole windows of 9 words, and a last one of two words or more
+    for (size_t at = 0; at + 2 <= stream.size(); at += 9)
+      windows.emplace_back(stream.begin() + static_cast<long>(at),
+                           stream.begin() + static_cast<long>(std::min(stream.size(), at + 9)));
+  }
+  ASSERT_EQ(static_cast<size_t>(ex.size()), windows.size());
+  int64_t next = 0;
+  for (int64_t i = 0; i < ex.size(); ++i) {
+    const int32_t* in = &ex.input_ids[i * 12];
+    const auto& window = windows[static_cast<size_t>(i)];
+    const int64_t b = ex.second_start[static_cast<size_t>(i)], a = b - 2;
+    ASSERT_EQ(in[0], BertVocab::kCls);
+    ASSERT_GE(a, 1);
+    ASSERT_LT(a, static_cast<int64_t>(window.size()));
+    ASSERT_EQ(in[b - 1], BertVocab::kSep) << "item " << i;
+    int64_t end = b;
+    while (end < 12 && in[end] != BertVocab::kSep) ++end;
+    ASSERT_LT(end, 12) << "a closing [SEP]";
+    ASSERT_GT(end, b) << "a B of one word or more";
+    ASSERT_LE(end - b, static_cast<int64_t>(window.size()) - a) << "B no longer than the window's rest";
+    for (int64_t p = end + 1; p < 12; ++p) ASSERT_EQ(in[p], BertVocab::kPad);
+    EXPECT_EQ(std::vector<int32_t>(in + 1, in + b - 1), std::vector<int32_t>(window.begin(), window.begin() + a));
+    if (ex.is_next[static_cast<size_t>(i)]) {
+      ++next;
+      EXPECT_EQ(std::vector<int32_t>(in + b, in + end), std::vector<int32_t>(window.begin() + a, window.end()));
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(next) / static_cast<double>(ex.size()), 0.5, 0.15);
+
+  o.mask_probability = 0.15;  // masking draws within A and within B only
+  const BertExamples masked = build_bert_examples(texts, o);
+  for (size_t p = 0; p < masked.masked.size(); ++p)
+    if (masked.masked[p]) EXPECT_GE(masked.original[p], BertVocab::kMask + 1) << p;
+  o.max_length = 4;
+  EXPECT_THROW(build_bert_examples(texts, o), Error);
 }
 
 TEST(BertExamples, PercentileAndSplitAreNumpysAndPythons) {

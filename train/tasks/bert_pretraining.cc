@@ -6,6 +6,7 @@
 
 #include "core/paths.h"
 #include "data/reviews.h"
+#include "data/wordpiece.h"
 #include "models/registry.h"
 
 namespace fs = std::filesystem;
@@ -17,18 +18,12 @@ namespace F = torch::nn::functional;
 constexpr const char* kVocabFile = "vocab.txt";
 constexpr int64_t kIgnore = -100;
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::vector<std::string> read_vocab(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  if (!fs::exists(path))
     throw Error(cat(path, ": missing; a BERT pretraining checkpoint needs the vocabulary it was trained with "
                           "(zoo train writes vocab.txt into every checkpoint)"));
-  std::vector<std::string> tokens;
-  for (std::string line; std::getline(in, line);) tokens.push_back(line);
-  return tokens;
+  return data::WordPiece::read_tokens(path);
 }
 }  // namespace
 
@@ -55,11 +50,12 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
                     checkpoint_dir.empty() ? "; remove model.vocab_size (it is filled in from the data)"
                                            : "; this vocabulary does not belong to this checkpoint"));
   model["vocab_size"] = vocab_size;
-  const int64_t width = 2 * data_.sentence_length + 1;
-  if (width > model.value("max_position_embeddings", int64_t{512}))
-    throw Error(cat("config: the examples are ", width, " tokens wide (2 x data.sentence_length ",
-                    data_.sentence_length, " + 1) but model.max_position_embeddings is ",
-                    model.value("max_position_embeddings", int64_t{512}), "; raise it"));
+  const int64_t positions = models::resolve_model_config(model).value("max_position_embeddings", int64_t{512});
+  if (examples_.width > positions)
+    throw Error(cat("config: the examples are ", examples_.width, " tokens wide (",
+                    data_.layout == "segments" ? cat("data.max_length ", data_.max_length)
+                                               : cat("2 x data.sentence_length ", data_.sentence_length, " + 1"),
+                    ") but model.max_position_embeddings is ", positions, "; raise it"));
   model_ = models::BertForPreTraining(
       read_options<models::BertOptions>(models::resolve_model_config(model), "model", {"model_type"}));
 }
@@ -102,15 +98,18 @@ void BertPretrainingTask::build_examples() {
   o.mask_probability = data_.mask_probability;
   o.min_freq = data_.min_freq;
   o.length_percentile = data_.length_percentile;
+  o.layout = data_.layout;
+  o.max_length = data_.max_length;
   o.seed = static_cast<uint64_t>(context_.seed);
   examples_ = data::build_bert_examples(reviews, o);
   if (examples_.size() < 2)
     throw Error(cat(path, ": the reviews give ", examples_.size(),
-                    " next-sentence pairs; BERT pretraining needs reviews of two sentences or more"));
+                    " examples; BERT pretraining needs reviews of two sentences (or, with data.layout segments, two words) or more"));
   const auto held_out = static_cast<int64_t>(static_cast<double>(examples_.size()) * data_.validation_fraction);
   train_items_ = examples_.size() - held_out;
   std::cerr << "zoo: " << reviews.size() << " reviews -> " << examples_.size() << " examples ("
-            << held_out << " held out), sentence length " << examples_.sentence_length << ", vocabulary "
+            << held_out << " held out), " << examples_.width << " tokens wide (sentence length "
+            << examples_.sentence_length << "), vocabulary "
             << examples_.vocab.size() << std::endl;
 }
 
@@ -119,7 +118,7 @@ void BertPretrainingTask::prepare_training(const std::string& /*output_dir*/) {
 }
 
 Batch BertPretrainingTask::batch_of(const std::vector<int64_t>& items) const {
-  const int64_t n = static_cast<int64_t>(items.size()), W = examples_.width, L = examples_.sentence_length;
+  const int64_t n = static_cast<int64_t>(items.size()), W = examples_.width;
   auto ids = torch::empty({n, W}, torch::kLong), labels = torch::empty({n, W}, torch::kLong);
   auto nsp = torch::empty({n}, torch::kLong);
   auto pi = ids.accessor<int64_t, 2>(), pl = labels.accessor<int64_t, 2>();
@@ -132,7 +131,10 @@ Batch BertPretrainingTask::batch_of(const std::vector<int64_t>& items) const {
     nsp[r] = examples_.is_next[static_cast<size_t>(items[r])] ? 0 : 1;
   }
   auto types = torch::zeros({n, W}, torch::kLong);
-  types.narrow(1, L + 1, W - L - 1).fill_(1);  // [CLS] first [SEP] | [CLS] second
+  for (int64_t r = 0; r < n; ++r) {  // [CLS] first [SEP] | [CLS] second, or [CLS] A [SEP] | B [SEP]
+    const int64_t second = examples_.second_start[static_cast<size_t>(items[r])];
+    types[r].narrow(0, second, W - second).fill_(1);
+  }
   auto mask = ids.ne(data::BertVocab::kPad).to(torch::kLong);
   return Batch{{ids, types, mask, labels, nsp}, n, 0};
 }
@@ -196,10 +198,7 @@ Metrics BertPretrainingTask::evaluate(const std::string& split, int64_t batch_si
 }
 
 void BertPretrainingTask::save_assets(const std::string& dir) const {
-  const auto& tokens = vocab_.empty() ? examples_.vocab.tokens() : vocab_;
-  std::ofstream out(fs::path(dir) / kVocabFile, std::ios::binary);
-  for (const auto& t : tokens) out << t << "\n";
-  if (!out) throw Error(cat((fs::path(dir) / kVocabFile).string(), ": cannot write"));
+  data::WordPiece(vocab_.empty() ? examples_.vocab.tokens() : vocab_).save((fs::path(dir) / kVocabFile).string());
 }
 
 }  // namespace zoo

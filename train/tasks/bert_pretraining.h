@@ -24,6 +24,8 @@ struct BertPretrainingDataOptions {
   double mask_probability = 0.15;
   int64_t min_freq = 2;
   double length_percentile = 70;
+  std::string layout = "sentence_pairs";
+  int64_t max_length = 256;
   double validation_fraction = 0.02;
   bool strict = false;
   bool replace_invalid_utf8 = false;
@@ -46,6 +48,12 @@ struct BertPretrainingDataOptions {
     v("min_freq", min_freq, "tokens seen fewer times become [UNK]", at_least(1));
     v("length_percentile", length_percentile, "sentence length: this percentile of the sentences' word counts",
       between(1, 100));
+    v("layout", layout,
+      "sentence_pairs: document 000's items ([CLS] sentence [SEP] [CLS] sentence, each cut or padded to the "
+      "sentence length); segments: the BERT paper's ([CLS] A [SEP] B [SEP] from consecutive windows of a review, "
+      "up to data.max_length tokens), so the model sees the lengths it is fine-tuned on",
+      one_of({"sentence_pairs", "segments"}));
+    v("max_length", max_length, "segments: the width of an item in tokens", between(5, 1 << 20));
     v("validation_fraction", validation_fraction, "the last share of the examples held out for validation",
       between(0, 0.5));
     v("strict", strict, "a bad review (empty, invalid UTF-8, malformed CSV row) stops the run instead of being skipped");
