@@ -4,11 +4,13 @@
 // and the errors for a missing vocabulary, an unknown label and a missing CSV column.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "train/tasks/text_classification.h"
 
 namespace fs = std::filesystem;
 
@@ -96,6 +98,34 @@ TEST(TextClassification, LearnsSentimentFromFoldersAndEvaluatesTheTestSplit) {
                     (dir / "train.csv") + " --set 'data.labels=[\"negative\",\"positive\"]' --set train.max_steps=20" +
                     " --set train.eval_steps=20 --set train.save_steps=20");
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// data.truncation: head keeps a long text's beginning; head_tail its first quarter and its end.
+TEST(TextClassification, TruncationKeepsTheHeadOrTheHeadAndTail) {
+  test::TempDir dir;
+  const std::string root = write_data(dir);
+  json cfg = json::parse(config(root, dir / "vocab.txt"));
+  cfg["data"]["max_length"] = 10;  // room for 8 words
+  const TaskContext context;
+  std::string text;
+  for (int w = 0; w < 12; ++w) text += (w ? " " : "") + kNeutral[w % 6];  // 12 words
+  auto id = [&](const std::string& w) { return static_cast<int64_t>(6 + kGood.size() + kBad.size() +
+                (std::find(kNeutral.begin(), kNeutral.end(), w) - kNeutral.begin())); };
+  std::vector<int64_t> words;
+  for (int w = 0; w < 12; ++w) words.push_back(id(kNeutral[w % 6]));
+  const auto head = TextClassificationTask(cfg, context).encode(text);
+  std::vector<int64_t> expected{0};  // [CLS]
+  expected.insert(expected.end(), words.begin(), words.begin() + 8);
+  expected.push_back(3);  // [SEP]
+  EXPECT_EQ(head, expected);
+  cfg["data"]["truncation"] = "head_tail";
+  const auto both = TextClassificationTask(cfg, context).encode(text);
+  expected = {0, words[0], words[1]};  // 8 / 4 = 2 from the head, 6 from the end
+  expected.insert(expected.end(), words.end() - 6, words.end());
+  expected.push_back(3);
+  EXPECT_EQ(both, expected);
+  EXPECT_EQ(TextClassificationTask(cfg, context).encode("the film"),
+            (std::vector<int64_t>{0, id("the"), id("film"), 3}));  // short texts are whole
 }
 
 TEST(TextClassification, BadInputIsNamed) {

@@ -18,9 +18,6 @@ namespace {
 namespace F = torch::nn::functional;
 constexpr const char* kVocabFile = "vocab.txt";
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 }  // namespace
 
 TextClassificationTask::TextClassificationTask(const json& config, const TaskContext& context,
@@ -38,10 +35,10 @@ TextClassificationTask::TextClassificationTask(const json& config, const TaskCon
   load_vocab(checkpoint_dir.empty() && where == data_.vocab ? existing_data_path(where, "data.vocab") : where);
   json& model = config_["model"];
   const int64_t declared = model.value("vocab_size", int64_t{0});
-  if (declared != 0 && declared != static_cast<int64_t>(vocab_.size()))
-    throw Error(cat("the vocabulary (", vocab_.size(), " tokens) does not belong to this model (model.vocab_size ",
+  if (declared != 0 && declared != vocab_->size())
+    throw Error(cat("the vocabulary (", vocab_->size(), " tokens) does not belong to this model (model.vocab_size ",
                     declared, ")"));
-  model["vocab_size"] = vocab_.size();
+  model["vocab_size"] = vocab_->size();
   model["num_labels"] = data_.labels.size();
   model["pad_token_id"] = pad_;
   model_ = models::BertForSequenceClassification(
@@ -50,34 +47,33 @@ TextClassificationTask::TextClassificationTask(const json& config, const TaskCon
 
 void TextClassificationTask::load_vocab(const std::string& where) {
   const std::string path = fs::is_directory(where) ? (fs::path(where) / kVocabFile).string() : where;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(cat(path, ": missing (a vocab.txt: one token per line)"));
-  vocab_.clear();
-  ids_.clear();
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    ids_.emplace(line, static_cast<int64_t>(vocab_.size()));
-    vocab_.push_back(line);
+  auto tokens = data::WordPiece::read_tokens(path);
+  for (auto [token, id] : {std::pair{"[CLS]", &cls_}, {"[SEP]", &sep_}, {"[PAD]", &pad_}}) {
+    auto it = std::find(tokens.begin(), tokens.end(), token);
+    if (it == tokens.end()) throw Error(cat(path, ": the vocabulary has no ", token, " token"));
+    *id = it - tokens.begin();
   }
-  for (auto [token, id] : {std::pair{"[CLS]", &cls_}, {"[SEP]", &sep_}, {"[PAD]", &pad_}, {"[UNK]", &unk_}}) {
-    auto it = ids_.find(token);
-    if (it == ids_.end()) throw Error(cat(path, ": the vocabulary has no ", token, " token"));
-    *id = it->second;
+  try {
+    vocab_ = std::make_unique<data::WordPiece>(std::move(tokens));
+  } catch (const Error& e) {
+    throw Error(cat(path, ": ", e.what()));
   }
-  if (data_.tokenizer == "wordpiece") wordpiece_ = std::make_unique<data::WordPiece>(vocab_);
 }
 
 std::vector<int64_t> TextClassificationTask::encode(const std::string& text) const {
   std::vector<int64_t> ids{cls_};
-  if (wordpiece_) {
-    for (int64_t id : wordpiece_->encode(text)) ids.push_back(id);
+  if (data_.tokenizer == "wordpiece") {
+    for (int64_t id : vocab_->encode(text)) ids.push_back(id);
   } else {
-    for (const auto& t : data::basic_english(text)) {
-      auto it = ids_.find(t);
-      ids.push_back(it == ids_.end() ? unk_ : it->second);
-    }
+    for (const auto& t : data::basic_english(text)) ids.push_back(vocab_->id(t));  // [UNK] when unknown
   }
-  if (static_cast<int64_t>(ids.size()) > data_.max_length - 1) ids.resize(static_cast<size_t>(data_.max_length - 1));
+  const auto room = static_cast<size_t>(data_.max_length - 2), words = ids.size() - 1;
+  if (words > room && data_.truncation == "head_tail") {
+    const size_t head = room / 4;  // ids[1 .. 1 + head) and the last room - head
+    ids.erase(ids.begin() + 1 + static_cast<std::ptrdiff_t>(head), ids.end() - static_cast<std::ptrdiff_t>(room - head));
+  } else if (words > room) {
+    ids.resize(room + 1);
+  }
   ids.push_back(sep_);
   return ids;
 }
@@ -207,9 +203,7 @@ torch::Tensor TextClassificationTask::text_probabilities(const std::vector<std::
 }
 
 void TextClassificationTask::save_assets(const std::string& dir) const {
-  std::ofstream out(fs::path(dir) / kVocabFile, std::ios::binary);
-  for (const auto& t : vocab_) out << t << "\n";
-  if (!out) throw Error(cat((fs::path(dir) / kVocabFile).string(), ": cannot write"));
+  vocab_->save((fs::path(dir) / kVocabFile).string());
 }
 
 }  // namespace zoo
