@@ -10,6 +10,8 @@
 #include "data/char_tokenizer.h"
 #include "data/gpt2_bpe.h"
 #include "data/sentencepiece_tokenizer.h"
+#include "data/wordpiece_tokenizer.h"
+#include "data/wordpiece_trainer.h"
 
 namespace fs = std::filesystem;
 
@@ -34,6 +36,7 @@ std::string configured_kind(const std::string& dir) {
     if (j.contains("zoo_kind")) return j["zoo_kind"].get<std::string>();
     const std::string cls = j.value("tokenizer_class", "");
     if (cls == "GPT2Tokenizer" || cls == "GPT2TokenizerFast") return "gpt2";
+    if (cls == "BertTokenizer" || cls == "BertTokenizerFast") return "wordpiece";
     return "";
   } catch (const nlohmann::json::exception& e) {
     throw Error(cat(path.string(), ": malformed JSON (", e.what(), ")"));
@@ -47,6 +50,7 @@ std::string detected_kind(const std::string& dir) {
   if (fs::exists(d / "vocab.json") && fs::exists(d / "merges.txt")) return "gpt2";
   if (fs::exists(d / "tokenizer.model")) return "sentencepiece";
   if (fs::exists(d / "char_vocab.json")) return "char";
+  if (fs::exists(d / "vocab.txt")) return "wordpiece";
   return "";
 }
 }  // namespace
@@ -58,10 +62,11 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   if (kind == "char") return CharTokenizer::load(dir);
   if (kind == "gpt2") return Gpt2Bpe::load(dir);
   if (kind == "sentencepiece") return SentencePieceTokenizer::load((fs::path(dir) / "tokenizer.model").string());
+  if (kind == "wordpiece") return WordPieceTokenizer::load(dir);
   if (kind.empty())
-    throw Error(cat(dir, ": no tokenizer here (char_vocab.json, vocab.json + merges.txt, or tokenizer.model); "
+    throw Error(cat(dir, ": no tokenizer here (char_vocab.json, vocab.json + merges.txt, tokenizer.model or vocab.txt); "
                     "make one with zoo tokenizer train"));
-  throw Error(cat(dir, "/tokenizer_config.json: unknown tokenizer kind '", kind, "' (char, gpt2, sentencepiece)"));
+  throw Error(cat(dir, "/tokenizer_config.json: unknown tokenizer kind '", kind, "' (char, gpt2, sentencepiece, wordpiece)"));
 }
 
 std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<std::string>& files, const TokenizerTrainOptions& o) {
@@ -69,7 +74,12 @@ std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<std::string>& files
   if (o.model_type == "char") return CharTokenizer::learn(files);
   if (o.model_type == "bpe" || o.model_type == "unigram" || o.model_type == "word")
     return SentencePieceTokenizer::train(files, o.model_type, o.vocab_size);
-  throw Error(cat("unknown tokenizer model type '", o.model_type, "'; use char, bpe, unigram or word"));
+  if (o.model_type == "wordpiece") {
+    WordPieceTrainOptions w;
+    w.vocab_size = o.vocab_size;
+    return std::make_unique<WordPieceTokenizer>(WordPiece(learn_wordpiece(files, w)));
+  }
+  throw Error(cat("unknown tokenizer model type '", o.model_type, "'; use char, bpe, unigram, word or wordpiece"));
 }
 
 }  // namespace zoo::data

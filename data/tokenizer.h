@@ -5,6 +5,8 @@
 //   gpt2           GPT-2's byte-level BPE from the standard vocab.json + merges.txt
 //                  (data/gpt2_bpe.h); a Hugging Face GPT-2 directory loads as it is
 //   sentencepiece  a SentencePiece model (bpe, unigram, word or char), tokenizer.model
+//   wordpiece      BERT's WordPiece over vocab.txt (data/wordpiece_tokenizer.h); a Hugging Face
+//                  BERT directory loads as it is
 //
 // A directory holds one tokenizer; tokenizer_config.json names its kind ("zoo_kind", with
 // "tokenizer_class" as Hugging Face expects it). fingerprint() identifies the vocabulary, so a
@@ -20,7 +22,7 @@ namespace zoo::data {
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  /// "char", "gpt2" or "sentencepiece".
+  /// "char", "gpt2", "sentencepiece" or "wordpiece".
   virtual std::string kind() const = 0;
   /// UTF-8 text -> ids. Invalid UTF-8 is a zoo::Error naming the byte offset; so is a
   /// character the vocabulary cannot express (char).
@@ -41,13 +43,13 @@ class Tokenizer {
 /// Whether `dir` holds a tokenizer load_tokenizer() reads.
 bool has_tokenizer(const std::string& dir);
 /// The tokenizer in `dir` (tokenizer_config.json's kind; else vocab.json + merges.txt as GPT-2;
-/// else tokenizer.model as SentencePiece). Missing or malformed files are zoo::Errors naming
+/// else tokenizer.model as SentencePiece; else vocab.txt as WordPiece). Missing or malformed files are zoo::Errors naming
 /// the file.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
 
 struct TokenizerTrainOptions {
-  std::string model_type = "char";  // char (native) | bpe | unigram | word (SentencePiece)
-  int64_t vocab_size = 8000;        // SentencePiece only
+  std::string model_type = "char";  // char (native) | bpe | unigram | word (SentencePiece) | wordpiece (native)
+  int64_t vocab_size = 8000;        // SentencePiece and WordPiece
 };
 /// Learns a tokenizer from UTF-8 text files (read in pieces: files larger than memory work
 /// for char). Invalid UTF-8 and empty files are zoo::Errors naming the file (and byte).

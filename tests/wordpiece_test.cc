@@ -2,9 +2,14 @@
 // over Python's unicodedata (tests/py/bert_tokenizer_ref.py), and its vocab.txt errors.
 #include "data/wordpiece.h"
 
+#include <filesystem>
+#include <sstream>
+
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "data/tokenizer.h"
+#include "data/wordpiece_trainer.h"
 #include "test_util.h"
 
 namespace zoo::data {
@@ -65,6 +70,74 @@ TEST(WordPiece, VocabularyFilesRoundTripAndBadOnesAreNamed) {
   test::write_file(dir / "nounk.txt", "[PAD]\nthe\n");
   EXPECT_THROW(WordPiece::load(dir / "nounk.txt"), Error);
   EXPECT_THROW(WordPiece::load(dir / "missing.txt"), Error);
+}
+
+// zoo tokenizer train --model-type wordpiece: the same vocabulary as Hugging Face's trainer
+// re-written naively in Python (tests/py/wordpiece_train_ref.py), through the command line.
+TEST(WordPieceTraining, LearnsTheVocabularyOfTheReferenceTrainer) {
+  test::TempDir dir;
+  std::string a, b;
+  const std::vector<std::string> words = {"unbelievable", "believe", "believer", "able", "table", "fable", "the",
+                                          "then", "there", "film", "films", "filming", "café", "Movie", "movies",
+                                          "我", "喜欢", "don't", "rewatch", "watching"};
+  for (int i = 0; i < 300; ++i) {
+    (i % 3 ? a : b) += words[(i * 7) % words.size()] + (i % 11 == 0 ? ".\n" : i % 5 == 0 ? ", " : " ");
+  }
+  test::write_file(dir / "a.txt", a + "\n");
+  test::write_file(dir / "b.txt", b);
+  for (int size : {50, 70, 400}) {
+    const std::string out = dir / ("tok" + std::to_string(size));
+    auto r = test::run_zoo("tokenizer train --model-type wordpiece --vocab-size " + std::to_string(size) + " --input " +
+                           (dir / "a.txt") + " --input " + (dir / "b.txt") + " --out " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = test::run(std::string(ZOO_PYTHON) + " " + ZOO_TESTS_DIR + "/py/wordpiece_train_ref.py " + std::to_string(size) +
+                  " 2 " + (dir / "a.txt") + " " + (dir / "b.txt"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::vector<std::string> expected;
+    std::istringstream lines(r.output);
+    for (std::string line; std::getline(lines, line);) expected.push_back(line);
+    const WordPiece learnt = WordPiece::load(out + "/vocab.txt");
+    EXPECT_EQ(learnt.tokens(), expected) << "vocab size " << size;
+    if (size == 400) {  // every pair seen twice is merged: frequent words are whole tokens
+      EXPECT_LT(learnt.size(), 400);
+      EXPECT_EQ(learnt.tokenize("Unbelievable films"), (std::vector<std::string>{"unbelievable", "films"}));
+    } else {
+      EXPECT_EQ(learnt.size(), size);
+    }
+  }
+  // As a tokenizer directory: BertTokenizer's files, encode and decode through the CLI.
+  const std::string tok = dir / "tok400";
+  EXPECT_TRUE(std::filesystem::exists(tok + "/tokenizer_config.json"));
+  auto loaded = load_tokenizer(tok);
+  EXPECT_EQ(loaded->kind(), "wordpiece");
+  const auto ids = loaded->encode("The films, unbelievable");
+  EXPECT_EQ(loaded->decode(ids), "the films , unbelievable");
+  auto r = test::run_zoo("tokenizer encode --tokenizer " + tok + " 'the film'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(std::to_string(loaded->encode("the")[0]) + " "), std::string::npos) << r.output;
+}
+
+TEST(WordPieceTraining, BadInputIsNamed) {
+  test::TempDir dir;
+  test::write_file(dir / "ok.txt", "fine words here\n");
+  test::write_file(dir / "bad.txt", "good line\nbad \xFF byte\n");
+  test::write_file(dir / "empty.txt", "");
+  WordPieceTrainOptions o;
+  o.vocab_size = 100;
+  try {
+    learn_wordpiece({dir / "ok.txt", dir / "bad.txt"}, o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.txt:2: invalid UTF-8 at byte 14"), std::string::npos) << e.what();
+  }
+  try {
+    learn_wordpiece({dir / "empty.txt"}, o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("empty.txt: empty file"), std::string::npos) << e.what();
+  }
+  o.vocab_size = 10;  // fewer than the alphabet
+  EXPECT_THROW(learn_wordpiece({dir / "ok.txt"}, o), Error);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// zoo tokenizer train --input FILE... --model-type char|bpe|unigram|word [--vocab-size N] --out DIR
+// zoo tokenizer train --input FILE... --model-type char|bpe|unigram|word|wordpiece [--vocab-size N] --out DIR
 // zoo tokenizer encode --tokenizer DIR [TEXT]     ids (space-separated) of TEXT, or of each stdin line
 // zoo tokenizer decode --tokenizer DIR ID...      the text of the ids
 #include <filesystem>
@@ -67,10 +67,11 @@ void setup_tokenizer(CLI::App& app, int* exit_code) {
   auto* train = cmd->add_subcommand("train", "Learn a tokenizer from UTF-8 text files");
   train->add_option("--input", a->inputs, "text files")->required()->check(CLI::ExistingFile);
   train->add_option("--model-type", a->model_type,
-                    "char (nanoGPT's character vocabulary) | bpe | unigram | word (SentencePiece)")
-      ->check(CLI::IsMember({"char", "bpe", "unigram", "word"}))
+                    "char (nanoGPT's character vocabulary) | bpe | unigram | word (SentencePiece) | wordpiece "
+                    "(BERT's vocab.txt, as Hugging Face's WordPieceTrainer learns it)")
+      ->check(CLI::IsMember({"char", "bpe", "unigram", "word", "wordpiece"}))
       ->capture_default_str();
-  train->add_option("--vocab-size", a->vocab_size, "SentencePiece vocabulary size")->capture_default_str();
+  train->add_option("--vocab-size", a->vocab_size, "vocabulary size (SentencePiece, WordPiece)")->capture_default_str();
   train->add_option("--out", a->out, "output directory")->required();
   train->callback([a, exit_code] { *exit_code = run_train(*a); });
   auto* encode = cmd->add_subcommand("encode", "Print the ids of TEXT (or of each line of stdin)");

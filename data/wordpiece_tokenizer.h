@@ -1,0 +1,36 @@
+#pragma once
+// BERT's WordPiece (data/wordpiece.h) as one of the tokenizers of data/tokenizer.h: what
+// `zoo tokenizer train --model-type wordpiece` learns (data/wordpiece_trainer.h) and writes as
+// Hugging Face's BertTokenizer reads it (vocab.txt + tokenizer_config.json), and what
+// `zoo tokenizer encode/decode` and the tasks load from such a directory.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/tokenizer.h"
+#include "data/wordpiece.h"
+
+namespace zoo::data {
+
+class WordPieceTokenizer : public Tokenizer {
+ public:
+  explicit WordPieceTokenizer(WordPiece wordpiece) : wordpiece_(std::move(wordpiece)) {}
+  /// DIR/vocab.txt; tokenizer_config.json's do_lower_case when present (else uncased).
+  static std::unique_ptr<WordPieceTokenizer> load(const std::string& dir);
+
+  std::string kind() const override { return "wordpiece"; }
+  /// The WordPiece ids of the text (no [CLS] / [SEP]).
+  std::vector<int64_t> encode(std::string_view text) const override;
+  /// The tokens joined by spaces, "##" continuations glued to the piece before (BertTokenizer's
+  /// convert_tokens_to_string).
+  std::string decode(const std::vector<int64_t>& ids) const override;
+  int64_t vocab_size() const override { return wordpiece_.size(); }
+  void save(const std::string& dir) const override;
+  std::string fingerprint() const override;
+  const WordPiece& wordpiece() const { return wordpiece_; }
+
+ private:
+  WordPiece wordpiece_;
+};
+
+}  // namespace zoo::data
