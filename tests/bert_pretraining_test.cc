@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "train/device.h"
 
 namespace fs = std::filesystem;
 
@@ -130,6 +131,31 @@ TEST(BertPretraining, StrictModeStopsAtTheFirstBadReview) {
   r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "run2") + " --set data.path=" + (dir / "nowhere"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("nowhere"), std::string::npos) << r.output;
+}
+
+// data.layout segments (the paper's items, as wide as data.max_length) learns too, and in
+// bf16 autocast where the CPU has it (the MLM head's LayerNorm once received bf16 input).
+TEST(BertPretraining, SegmentsLayoutTrainsAlsoInBf16) {
+  test::TempDir dir;
+  const std::string root = write_reviews(dir), cfg = dir / "bert.json";
+  test::write_file(cfg, config(root));
+  const std::string precision = cpu_bf16_support().empty() ? "fp32" : "bf16";
+  auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "run") +
+                         " --set data.layout=segments --set data.max_length=12 --set train.precision=" + precision +
+                         " --set data.validation_fraction=0.2 --set train.max_steps=300 --set train.eval_steps=300" +
+                         " --set train.save_steps=300");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("12 tokens wide"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("on cpu, " + precision), std::string::npos) << r.output;
+  std::ifstream state(dir / "run/checkpoint-300/trainer_state.json");
+  const json m = json::parse(state)["eval_metrics"];
+  const double vocab = 16;  // the specials, "." and the ten words
+  EXPECT_LT(m["loss_mlm"].get<double>(), std::log(vocab) - 0.5) << m.dump();  // untrained: log(V)
+  EXPECT_GT(m["mlm_accuracy"].get<double>(), 3.0 / vocab) << m.dump();      // chance: 1/V
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "wide") +
+                    " --set data.layout=segments --set data.max_length=100");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("data.max_length 100) but model.max_position_embeddings is 64"), std::string::npos) << r.output;
 }
 
 }  // namespace
