@@ -12,6 +12,8 @@ void BertOptions::validate() const {
   if (vocab_size <= 0) throw Error("config: model.vocab_size must be set (or come from the data's vocabulary)");
   if (pad_token_id >= vocab_size)
     throw Error(cat("config: model.pad_token_id (", pad_token_id, ") must be below model.vocab_size (", vocab_size, ")"));
+  if (!labels.empty() && static_cast<int64_t>(labels.size()) != num_labels)
+    throw Error(cat("config: model.labels has ", labels.size(), " names but model.num_labels is ", num_labels));
 }
 
 namespace {

@@ -42,6 +42,7 @@ struct BertOptions {
   double layer_norm_eps = 1e-12;
   int64_t pad_token_id = 0;
   int64_t num_labels = 2;
+  std::vector<std::string> labels;
 
   template <class V>
   void fields(V& v) {
@@ -59,6 +60,7 @@ struct BertOptions {
     v("layer_norm_eps", layer_norm_eps, "LayerNorm epsilon", between(0, 1));
     v("pad_token_id", pad_token_id, "padding id (its embedding row starts at 0)", at_least(0));
     v("num_labels", num_labels, "classes of the sequence classification head", at_least(1));
+    v("labels", labels, "class names by index (id2label; text classification fills them in from data.labels)");
   }
   /// Cross-field checks; throws zoo::Error naming the field.
   void validate() const;

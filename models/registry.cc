@@ -159,8 +159,8 @@ json same_named_fields(const json& hf, const std::string& model_type) {
   return model;
 }
 
-json vit_from_hf(const json& hf) {
-  json model = same_named_fields<ViTOptions>(hf, "vit");
+// A classifier's names and count from Hugging Face's id2label, when the config has one.
+json with_labels_of_hf(json model, const json& hf) {
   if (hf.contains("id2label") && hf["id2label"].is_object()) {
     const auto labels = labels_of(hf["id2label"]);
     model["labels"] = labels;
@@ -168,6 +168,8 @@ json vit_from_hf(const json& hf) {
   }
   return model;
 }
+
+json vit_from_hf(const json& hf) { return with_labels_of_hf(same_named_fields<ViTOptions>(hf, "vit"), hf); }
 
 // Classification heads: labels become id2label/label2id ("LABEL_i" when unnamed).
 json with_hf_labels(json hf) {
@@ -305,10 +307,16 @@ json resolve_bert(const json& merged) {
   return out;
 }
 
-json bert_from_hf(const json& hf) { return same_named_fields<BertOptions>(hf, "bert"); }
+json bert_from_hf(const json& hf) { return with_labels_of_hf(same_named_fields<BertOptions>(hf, "bert"), hf); }
 
 json bert_to_hf(const json& model, const std::string& architecture) {
   json hf = model;
+  if (architecture == "BertForSequenceClassification") {
+    hf = with_hf_labels(model);
+  } else {  // pretraining heads have no classes
+    hf.erase("labels");
+    hf.erase("num_labels");
+  }
   hf["architectures"] = {architecture};
   hf["position_embedding_type"] = "absolute";
   hf["torch_dtype"] = "float32";

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -72,6 +73,15 @@ TEST(TextClassification, LearnsSentimentFromFoldersAndEvaluatesTheTestSplit) {
   const json m = json::parse(r.output.substr(r.output.rfind("{")));
   EXPECT_EQ(m["examples"].get<int64_t>(), 40);
   EXPECT_GE(m["accuracy"].get<double>(), 0.9) << r.output;
+
+  // The export names the classes as Hugging Face does.
+  r = test::run_zoo("export --checkpoint " + run + "/checkpoint-60 --out " + (dir / "exported"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream exported(dir / "exported/config.json");
+  const json hf = json::parse(exported);
+  EXPECT_EQ(hf["architectures"][0], "BertForSequenceClassification");
+  EXPECT_EQ(hf["id2label"], (json{{"0", "neg"}, {"1", "pos"}})) << hf.dump();
+  EXPECT_EQ(hf["label2id"], (json{{"neg", 0}, {"pos", 1}})) << hf.dump();
 
   // zoo classify: one text per stdin line (blank lines keep their place), or a file each.
   test::write_file(dir / "in.txt", review(1001, true) + "\n\n" + review(1002, false) + "\n");

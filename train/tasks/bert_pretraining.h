@@ -53,7 +53,7 @@ struct BertPretrainingDataOptions {
       "sentence length); segments: the BERT paper's ([CLS] A [SEP] B [SEP] from consecutive windows of a review, "
       "up to data.max_length tokens), so the model sees the lengths it is fine-tuned on",
       one_of({"sentence_pairs", "segments"}));
-    v("max_length", max_length, "segments: the width of an item in tokens", between(5, 1 << 20));
+    v("max_length", max_length, "segments: the width of an item in tokens", at_least(5));
     v("validation_fraction", validation_fraction, "the last share of the examples held out for validation",
       between(0, 0.5));
     v("strict", strict, "a bad review (empty, invalid UTF-8, malformed CSV row) stops the run instead of being skipped");

@@ -40,6 +40,7 @@ TextClassificationTask::TextClassificationTask(const json& config, const TaskCon
                     declared, ")"));
   model["vocab_size"] = vocab_->size();
   model["num_labels"] = data_.labels.size();
+  model["labels"] = data_.labels;
   model["pad_token_id"] = pad_;
   model_ = models::BertForSequenceClassification(
       read_options<models::BertOptions>(models::resolve_model_config(model), "model", {"model_type"}));
