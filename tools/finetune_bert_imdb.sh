@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # BERT on IMDB end to end: pretrain (MLM + NSP) on the reviews, fine-tune for sentiment,
-# evaluate on the 25,000 test reviews, classify two sentences, export for transformers.
+# evaluate the checkpoint with the best validation accuracy on the 25,000 test reviews, classify
+# two sentences, export for transformers.
 #
 #   tools/finetune_bert_imdb.sh [--out DIR] [--device D] [--quick] [-- EXTRA --set ARGS for both runs]
 #
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
     --device) DEVICE=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "finetune_bert_imdb.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -32,7 +33,7 @@ PRE=() CLS=()
 if [ "$QUICK" = 1 ]; then
   SMALL=(--set model.hidden_size=32 --set model.num_hidden_layers=1 --set model.num_attention_heads=2
          --set model.intermediate_size=64 --set model.max_position_embeddings=128)
-  PRE=("${SMALL[@]}" --set data.max_reviews=300 --set train.max_steps=30 --set train.eval_steps=30
+  PRE=("${SMALL[@]}" --set data.max_reviews=300 --set data.max_length=64 --set train.max_steps=30 --set train.eval_steps=30
        --set train.save_steps=30 --set train.warmup_steps=0 --set train.logging_steps=10)
   CLS=("${SMALL[@]}" --set data.max_length=64 --set data.max_train_samples=300 --set data.valid_size=50
        --set data.max_eval_samples=200 --set train.max_steps=30 --set train.eval_steps=30 --set train.save_steps=30
@@ -48,7 +49,14 @@ PRETRAINED=$(last "$OUT/pretrain")
 echo "== fine-tuning from $PRETRAINED ($OUT/sentiment)"
 "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_sentiment.json" \
   --output-dir "$OUT/sentiment" --device "$DEVICE" "${CLS[@]}" "${EXTRA[@]}"
-TUNED=$(last "$OUT/sentiment")
+# The checkpoint with the best validation accuracy (the recipe's metric_for_best_model), else the last.
+best() {
+  local state="$(last "$1")/trainer_state.json" b
+  b=$(sed -n 's/^ *"best_model_checkpoint": *"\(.*\)",\{0,1\}$/\1/p' "$state")
+  if [ -n "$b" ] && [ -d "$b" ]; then echo "$b"; else last "$1"; fi
+}
+TUNED=$(best "$OUT/sentiment")
+echo "== best checkpoint by validation accuracy: $TUNED"
 
 echo "== test accuracy ($OUT/eval.json)"
 EVAL_SET=()
