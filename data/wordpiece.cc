@@ -11,7 +11,6 @@ namespace zoo::data {
 
 namespace {
 
-constexpr size_t kMaxWordChars = 100;
 
 bool is_whitespace(char32_t c) {
   return c == U' ' || c == U'\t' || c == U'\n' || c == U'\r' || u_charType(static_cast<UChar32>(c)) == U_SPACE_SEPARATOR;
@@ -58,10 +57,10 @@ WordPiece::WordPiece(std::vector<std::string> tokens, bool lower_case)
 }
 
 WordPiece WordPiece::load(const std::string& path, bool lower_case) {
+  auto tokens = read_tokens(path);  // its errors name the file
   try {
-    return WordPiece(read_tokens(path), lower_case);
+    return WordPiece(std::move(tokens), lower_case);
   } catch (const Error& e) {
-    if (std::string(e.what()).rfind(path, 0) == 0) throw;  // read_tokens named the file already
     throw Error(cat(path, ": ", e.what()));
   }
 }

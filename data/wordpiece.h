@@ -14,6 +14,8 @@ namespace zoo::data {
 
 class WordPiece {
  public:
+  /// Longer words become [UNK] (Hugging Face's max_input_chars_per_word).
+  static constexpr size_t kMaxWordChars = 100;
   /// From tokens in id order; throws zoo::Error when [UNK] is missing or a token repeats.
   WordPiece(std::vector<std::string> tokens, bool lower_case = true);
   /// vocab.txt; errors name the file and line.

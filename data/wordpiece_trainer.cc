@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -15,8 +14,6 @@
 namespace zoo::data {
 
 namespace {
-
-constexpr size_t kMaxWordChars = 100;  // BERT's tokenizer makes longer words [UNK]
 
 // The words of the files and how often each occurs.
 std::unordered_map<std::string, int64_t> count_words(const std::vector<std::string>& files, bool lower_case) {
@@ -50,31 +47,26 @@ struct PairHash {
 // Byte-pair merges over the words, with a lazily updated heap of pair counts.
 class Merger {
  public:
+  // Appends the alphabet to `symbols` (in code point order: ids follow it) and counts the
+  // words' pairs.
   Merger(const std::unordered_map<std::string, int64_t>& counts, std::vector<std::string>& symbols) : symbols_(symbols) {
-    std::set<std::string> alphabet;
     std::vector<std::pair<std::string, int64_t>> words(counts.begin(), counts.end());
     std::sort(words.begin(), words.end());  // deterministic
+    std::vector<std::pair<std::vector<std::string>, int64_t>> pieces;
+    std::set<std::string> alphabet;
     for (const auto& [word, count] : words) {
       const std::u32string chars = utf8_to_utf32(word);
-      if (chars.empty() || chars.size() > kMaxWordChars) continue;
-      std::vector<std::string> pieces;
-      for (size_t i = 0; i < chars.size(); ++i)
-        pieces.push_back((i ? "##" : "") + utf32_to_utf8(chars.substr(i, 1)));
-      alphabet.insert(pieces.begin(), pieces.end());
-      pending_.push_back({std::move(pieces), count});
+      if (chars.empty() || chars.size() > WordPiece::kMaxWordChars) continue;
+      auto& p = pieces.emplace_back(std::vector<std::string>{}, count).first;
+      for (size_t i = 0; i < chars.size(); ++i) p.push_back((i ? "##" : "") + utf32_to_utf8(chars.substr(i, 1)));
+      alphabet.insert(p.begin(), p.end());
     }
     for (const auto& s : alphabet) symbol(s);
-  }
-
-  // Turns the pending words into symbol ids and counts their pairs.
-  void start() {
-    for (auto& [pieces, count] : pending_) {
-      Word w{{}, count};
-      for (const auto& p : pieces) w.symbols.push_back(symbol(p));
-      words_.push_back(std::move(w));
+    for (const auto& [p, count] : pieces) {
+      Word& w = words_.emplace_back(Word{{}, count});
+      for (const auto& s : p) w.symbols.push_back(symbol(s));
+      add_pairs(words_.size() - 1, +1);
     }
-    pending_.clear();
-    for (size_t i = 0; i < words_.size(); ++i) add_pairs(i, +1);
     for (const auto& [pair, count] : counts_) heap_.push({count, pair});
   }
 
@@ -110,12 +102,13 @@ class Merger {
     return it->second;
   }
 
-  void add_pairs(size_t w, int sign) {
+  // Adds (sign +1) or takes away (-1) word w's pairs, noting them in `changed` if given.
+  void add_pairs(size_t w, int sign, std::set<Pair>* changed = nullptr) {
     const Word& word = words_[w];
     for (size_t i = 0; i + 1 < word.symbols.size(); ++i) {
       const Pair p{word.symbols[i], word.symbols[i + 1]};
       counts_[p] += sign * word.count;
-      changed_.insert(p);
+      if (changed) changed->insert(p);
       if (sign > 0) where_[p].push_back(static_cast<int32_t>(w));
     }
   }
@@ -128,13 +121,9 @@ class Merger {
     where_.erase(pair);
     std::sort(in.begin(), in.end());
     in.erase(std::unique(in.begin(), in.end()), in.end());
-    changed_.clear();
+    std::set<Pair> changed;
     for (int32_t w : in) {
       auto& s = words_[static_cast<size_t>(w)].symbols;
-      bool holds = false;  // the list may name words that no longer hold the pair
-      for (size_t i = 0; i + 1 < s.size() && !holds; ++i) holds = s[i] == pair.first && s[i + 1] == pair.second;
-      if (!holds) continue;
-      add_pairs(static_cast<size_t>(w), -1);
       std::vector<int32_t> out;
       for (size_t i = 0; i < s.size(); ++i) {
         if (i + 1 < s.size() && s[i] == pair.first && s[i + 1] == pair.second) {
@@ -144,10 +133,12 @@ class Merger {
           out.push_back(s[i]);
         }
       }
+      if (out.size() == s.size()) continue;  // the list may name words that no longer hold the pair
+      add_pairs(static_cast<size_t>(w), -1, &changed);
       s = std::move(out);
-      add_pairs(static_cast<size_t>(w), +1);
+      add_pairs(static_cast<size_t>(w), +1, &changed);
     }
-    for (const auto& p : changed_) {
+    for (const auto& p : changed) {
       auto it = counts_.find(p);
       if (it == counts_.end()) continue;
       if (it->second <= 0) {
@@ -161,11 +152,9 @@ class Merger {
 
   std::vector<std::string>& symbols_;
   std::unordered_map<std::string, int32_t> ids_;
-  std::vector<std::pair<std::vector<std::string>, int64_t>> pending_;
   std::vector<Word> words_;
   std::unordered_map<Pair, int64_t, PairHash> counts_;
   std::unordered_map<Pair, std::vector<int32_t>, PairHash> where_;  // words that held the pair (may repeat)
-  std::set<Pair> changed_;
   std::priority_queue<std::pair<int64_t, Pair>, std::vector<std::pair<int64_t, Pair>>, ByCount> heap_;
 };
 
@@ -177,7 +166,6 @@ std::vector<std::string> learn_wordpiece(const std::vector<std::string>& files, 
   const auto counts = count_words(files, options.lower_case);
   std::cerr << "zoo: " << counts.size() << " distinct words; learning merges" << std::endl;
   Merger merger(counts, vocab);
-  merger.start();
   const auto alphabet = static_cast<int64_t>(vocab.size());
   if (alphabet > options.vocab_size)
     throw Error(cat("the text has ", alphabet - 5, " distinct characters (as word starts and continuations): more "

@@ -50,14 +50,14 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
                     checkpoint_dir.empty() ? "; remove model.vocab_size (it is filled in from the data)"
                                            : "; this vocabulary does not belong to this checkpoint"));
   model["vocab_size"] = vocab_size;
-  const int64_t positions = models::resolve_model_config(model).value("max_position_embeddings", int64_t{512});
+  const json resolved = models::resolve_model_config(model);
+  const int64_t positions = resolved.value("max_position_embeddings", int64_t{512});
   if (examples_.width > positions)
     throw Error(cat("config: the examples are ", examples_.width, " tokens wide (",
                     data_.layout == "segments" ? cat("data.max_length ", data_.max_length)
                                                : cat("2 x data.sentence_length ", data_.sentence_length, " + 1"),
                     ") but model.max_position_embeddings is ", positions, "; raise it"));
-  model_ = models::BertForPreTraining(
-      read_options<models::BertOptions>(models::resolve_model_config(model), "model", {"model_type"}));
+  model_ = models::BertForPreTraining(read_options<models::BertOptions>(resolved, "model", {"model_type"}));
 }
 
 void BertPretrainingTask::build_examples() {
@@ -120,20 +120,20 @@ void BertPretrainingTask::prepare_training(const std::string& /*output_dir*/) {
 Batch BertPretrainingTask::batch_of(const std::vector<int64_t>& items) const {
   const int64_t n = static_cast<int64_t>(items.size()), W = examples_.width;
   auto ids = torch::empty({n, W}, torch::kLong), labels = torch::empty({n, W}, torch::kLong);
-  auto nsp = torch::empty({n}, torch::kLong);
-  auto pi = ids.accessor<int64_t, 2>(), pl = labels.accessor<int64_t, 2>();
+  auto types = torch::empty({n, W}, torch::kLong), nsp = torch::empty({n}, torch::kLong);
+  auto pi = ids.accessor<int64_t, 2>(), pl = labels.accessor<int64_t, 2>(), pt = types.accessor<int64_t, 2>();
+  auto pn = nsp.accessor<int64_t, 1>();
   for (int64_t r = 0; r < n; ++r) {
-    const size_t at = static_cast<size_t>(items[r] * W);
+    const auto item = static_cast<size_t>(items[r]);
+    const size_t at = item * static_cast<size_t>(W);
+    // Type 1 from the second part on: [CLS] first [SEP] | [CLS] second, or [CLS] A [SEP] | B [SEP].
+    const int64_t second = examples_.second_start[item];
     for (int64_t p = 0; p < W; ++p) {
       pi[r][p] = examples_.input_ids[at + p];
       pl[r][p] = examples_.masked[at + p] ? examples_.original[at + p] : kIgnore;
+      pt[r][p] = p >= second ? 1 : 0;
     }
-    nsp[r] = examples_.is_next[static_cast<size_t>(items[r])] ? 0 : 1;
-  }
-  auto types = torch::zeros({n, W}, torch::kLong);
-  for (int64_t r = 0; r < n; ++r) {  // [CLS] first [SEP] | [CLS] second, or [CLS] A [SEP] | B [SEP]
-    const int64_t second = examples_.second_start[static_cast<size_t>(items[r])];
-    types[r].narrow(0, second, W - second).fill_(1);
+    pn[r] = examples_.is_next[item] ? 0 : 1;
   }
   auto mask = ids.ne(data::BertVocab::kPad).to(torch::kLong);
   return Batch{{ids, types, mask, labels, nsp}, n, 0};
