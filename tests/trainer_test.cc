@@ -473,9 +473,11 @@ class TwoPartTask : public LinearTask {
   Metrics evaluate(const std::string&, int64_t, const torch::Device&) override {
     eval_saw_training = eval_saw_training || net_->is_training();
     eval_saw_grad = eval_saw_grad || torch::GradMode::is_enabled();
+    eval_dtype = net_->forward(torch::ones({2, 3})).scalar_type();
     return {{"loss", 1.0}};
   }
   bool loss_saw_training = true, eval_saw_training = false, eval_saw_grad = false;
+  torch::ScalarType eval_dtype = torch::kDouble;
 };
 
 TEST(Trainer, LossPartsAreLoggedBesideTheTotal) {
@@ -500,6 +502,21 @@ TEST(Trainer, LossPartsAreLoggedBesideTheTotal) {
   EXPECT_FALSE(task.eval_saw_training);
   EXPECT_FALSE(task.eval_saw_grad);
   EXPECT_TRUE(task.net_->is_training());  // given back after the evaluations
+}
+
+// Evaluation runs in the training precision: bf16 autocast in a bf16 run, fp32 otherwise.
+TEST(Trainer, EvaluationRunsInTheTrainingPrecision) {
+  const bool bf16 = !cpu_bf16_support().empty();
+  for (const std::string precision : {"fp32", "auto"}) {
+    test::TempDir dir;
+    TwoPartTask task;
+    train(task, TrainerArgs{linear_config({{"max_steps", 2}, {"per_device_train_batch_size", 8}, {"eval_steps", 2},
+                                           {"precision", precision}}),
+                            "x", dir / "out", torch::Device(torch::kCPU), ""});
+    EXPECT_EQ(task.eval_dtype, precision == "auto" && bf16 ? torch::kBFloat16 : torch::kFloat) << precision;
+    EXPECT_EQ(zoo::evaluate(task, "valid", 8, torch::Device(torch::kCPU), "fp32").at("loss"), 1.0);
+    EXPECT_EQ(task.eval_dtype, torch::kFloat) << "autocast left on after a bf16 evaluation";
+  }
 }
 
 TEST(Trainer, AfterBackwardHookSeesTheGradientsBeforeTheUpdate) {

@@ -1,9 +1,11 @@
 // zoo eval --checkpoint DIR [--split valid|test] [--device D] [--set section.key=value]...
-// Prints one JSON line of metrics on stdout.
+// Prints one JSON line of metrics on stdout. The forward passes run in the checkpoint's
+// train.precision (bf16 autocast where it resolves so); --set train.precision=fp32 for fp32.
 #include <iostream>
 
 #include "tools/commands.h"
 #include "train/device.h"
+#include "train/precision.h"
 #include "train/task_registry.h"
 #include "train/train_options.h"
 
@@ -23,10 +25,13 @@ int run_eval(const EvalArgs& a) {
   auto task = load_task(a.checkpoint, a.overrides, device);
   const auto train = read_options<TrainOptions>(task->config().at("train"), "train");
   const std::string split = a.split.empty() ? task->default_eval_split() : a.split;
-  Metrics m = evaluate(*task, split, train.per_device_eval_batch_size, device);
+  // As trained (--set train.precision=fp32 for fp32); a bf16 checkpoint on a device without bf16 runs in fp32.
+  const std::string precision = resolve_precision(train.precision == "bf16" ? "auto" : train.precision, device);
+  Metrics m = evaluate(*task, split, train.per_device_eval_batch_size, device, precision);
   json out(m);
   if (out.contains("examples")) out["examples"] = static_cast<int64_t>(m["examples"]);
   out["split"] = split;
+  out["precision"] = precision;
   std::cout << out.dump() << std::endl;
   return 0;
 }

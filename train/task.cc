@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "train/precision.h"
+
 namespace zoo {
 
 std::vector<std::vector<int64_t>> Task::epoch_plan(uint64_t seed, int64_t epoch, int64_t batch_size) const {
@@ -16,9 +18,10 @@ std::vector<std::vector<int64_t>> Task::epoch_plan(uint64_t seed, int64_t epoch,
 
 namespace {
 
-// Runs f with the task's model in eval mode and gradients off; the mode is restored after.
+// Runs f with the task's model in eval mode, gradients off and autocast as `precision` says;
+// the mode is restored after.
 template <class F>
-auto in_eval_mode(Task& task, F f) {
+auto in_eval_mode(Task& task, const torch::Device& device, const std::string& precision, F f) {
   auto model = task.model();
   const bool was_training = model->is_training();
   model->eval();
@@ -28,18 +31,21 @@ auto in_eval_mode(Task& task, F f) {
     ~Restore() { m.train(training); }
   } restore{*model, was_training};
   torch::NoGradGuard no_grad;
+  AutocastGuard autocast(precision == "bf16", device);
   return f();
 }
 
 }  // namespace
 
-Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device) {
-  return in_eval_mode(task, [&] { return task.evaluate(split, batch_size, device); });
+Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
+                 const std::string& precision) {
+  return in_eval_mode(task, device, precision, [&] { return task.evaluate(split, batch_size, device); });
 }
 
 std::optional<Metrics> evaluation_sums(Task& task, const std::string& split, int64_t batch_size,
-                                       const torch::Device& device, int64_t shard, int64_t shards) {
-  return in_eval_mode(task, [&] { return task.evaluation_sums(split, batch_size, device, shard, shards); });
+                                       const torch::Device& device, int64_t shard, int64_t shards,
+                                       const std::string& precision) {
+  return in_eval_mode(task, device, precision, [&] { return task.evaluation_sums(split, batch_size, device, shard, shards); });
 }
 
 }  // namespace zoo

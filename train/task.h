@@ -138,12 +138,16 @@ class Task {
   TaskContext context_;
 };
 
-/// task.evaluate(...) with the model in eval mode and gradients off; the model's mode is
+/// task.evaluate(...) with the model in eval mode and gradients off, and under bf16 autocast
+/// when `precision` is "bf16" (the resolved train.precision: the forward passes then run as in
+/// training, about 3x faster than fp32 on a CPU with native bf16); the model's mode is
 /// restored afterwards.
-Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device);
+Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
+                 const std::string& precision = "fp32");
 
 /// task.evaluation_sums(...) under the same conditions as evaluate().
 std::optional<Metrics> evaluation_sums(Task& task, const std::string& split, int64_t batch_size,
-                                       const torch::Device& device, int64_t shard, int64_t shards);
+                                       const torch::Device& device, int64_t shard, int64_t shards,
+                                       const std::string& precision = "fp32");
 
 }  // namespace zoo

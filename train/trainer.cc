@@ -350,13 +350,13 @@ TrainResult Trainer::run() {
 
 Metrics Trainer::evaluate_split(const std::string& split) {
   const int64_t batch = o_.per_device_eval_batch_size;
-  if (!args_.collective) return zoo::evaluate(task_, split, batch, args_.device);
+  if (!args_.collective) return zoo::evaluate(task_, split, batch, args_.device, precision_);
   // Data parallel: each process evaluates its part and the sums are added up; a task whose
   // metrics are not sums is evaluated whole by every process (same weights, same metrics).
-  auto sums = zoo::evaluation_sums(task_, split, batch, args_.device, rank(), world());
+  auto sums = zoo::evaluation_sums(task_, split, batch, args_.device, rank(), world(), precision_);
   std::vector<double> have{sums ? 1.0 : 0.0};
   args_.collective->sum(have);
-  if (have[0] == 0) return zoo::evaluate(task_, split, batch, args_.device);
+  if (have[0] == 0) return zoo::evaluate(task_, split, batch, args_.device, precision_);
   if (have[0] != world()) throw Error("data parallel: the processes disagree on how to evaluate (different zoo builds?)");
   std::vector<double> values;
   for (const auto& kv : *sums) values.push_back(kv.second);
