@@ -1,5 +1,7 @@
 #include "models/bert.h"
 
+#include <cmath>
+
 #include "models/kernels/gelu.h"
 #include "models/module_path.h"
 
@@ -77,6 +79,14 @@ torch::Tensor BertModelImpl::forward(const torch::Tensor& input_ids, const torch
   return x;
 }
 
+void BertModelImpl::init_weights(torch::nn::Module& owner) const {
+  init_weights_hf(owner, o_.initializer_range);
+  if (o_.position_embedding_init != "sinusoidal") return;
+  torch::NoGradGuard no_grad;
+  const auto& table = positions->weight;  // sin/cos values have std 1/sqrt(2)
+  table.copy_(sinusoidal_positions(table.size(0), table.size(1)) * (o_.initializer_range * std::sqrt(2.0)));
+}
+
 torch::Tensor BertModelImpl::pool(const torch::Tensor& hidden) { return torch::tanh(pooler(hidden.select(1, 0))); }
 
 BertForPreTrainingImpl::BertForPreTrainingImpl(const BertOptions& o) : o_(o) {
@@ -85,7 +95,7 @@ BertForPreTrainingImpl::BertForPreTrainingImpl(const BertOptions& o) : o_(o) {
   transform_norm = register_at(*this, "cls.predictions.transform.LayerNorm", layer_norm(o));
   bias = register_parameter_at(*this, "cls.predictions.bias", torch::zeros({o.vocab_size}));
   seq_relationship = register_at(*this, "cls.seq_relationship", torch::nn::Linear(o.hidden_size, 2));
-  init_weights_hf(*this, o.initializer_range);
+  bert->init_weights(*this);
 }
 
 BertPreTrainingOutput BertForPreTrainingImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
@@ -100,7 +110,7 @@ BertPreTrainingOutput BertForPreTrainingImpl::forward(const torch::Tensor& input
 BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(const BertOptions& o) : o_(o) {
   bert = register_module("bert", BertModel(o));
   classifier = register_module("classifier", torch::nn::Linear(o.hidden_size, o.num_labels));
-  init_weights_hf(*this, o.initializer_range);
+  bert->init_weights(*this);
 }
 
 torch::Tensor BertForSequenceClassificationImpl::forward(const torch::Tensor& input_ids,

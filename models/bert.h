@@ -43,6 +43,7 @@ struct BertOptions {
   int64_t pad_token_id = 0;
   int64_t num_labels = 2;
   std::vector<std::string> labels;
+  std::string position_embedding_init = "normal";  // zoo's, not BertConfig's (only how training starts)
 
   template <class V>
   void fields(V& v) {
@@ -61,6 +62,11 @@ struct BertOptions {
     v("pad_token_id", pad_token_id, "padding id (its embedding row starts at 0)", at_least(0));
     v("num_labels", num_labels, "classes of the sequence classification head", at_least(1));
     v("labels", labels, "class names by index (id2label; text classification fills them in from data.labels)");
+    v("position_embedding_init", position_embedding_init,
+      "how a new model's learned position table starts: normal (Hugging Face's N(0, initializer_range)) or "
+      "sinusoidal (the sinusoidal table of \"Attention Is All You Need\" scaled to that std, so that neighbouring "
+      "positions start alike); the table is trained either way, and a loaded checkpoint replaces it",
+      one_of({"normal", "sinusoidal"}));
   }
   /// Cross-field checks; throws zoo::Error naming the field.
   void validate() const;
@@ -91,6 +97,9 @@ class BertModelImpl : public torch::nn::Module {
                         const torch::Tensor& attention_mask = {});
   /// tanh(dense(hidden[:, 0])): (B, H).
   torch::Tensor pool(const torch::Tensor& hidden);
+  /// Hugging Face's init of every weight (init_weights_hf), then the position table as
+  /// position_embedding_init says. The heads call it on themselves once built.
+  void init_weights(torch::nn::Module& owner) const;
   torch::nn::Embedding word_embeddings{nullptr};
 
  private:

@@ -89,6 +89,35 @@ TEST(Bert, RegisteredNamesAreHuggingFaces) {
   EXPECT_EQ(names.count("cls.predictions.decoder.weight"), 0u);  // tied to the word embedding
 }
 
+// model.position_embedding_init: normal is Hugging Face's N(0, 0.02) (neighbouring rows
+// unrelated); sinusoidal is the sinusoidal table at that scale (neighbouring rows alike), in
+// both heads.
+TEST(Bert, PositionTableStartsAsConfigured) {
+  const auto positions = [](const torch::nn::Module& m) {
+    for (const auto& [name, t] : state_dict(m))
+      if (name == "bert.embeddings.position_embeddings.weight") return t;
+    ADD_FAILURE() << "no position table";
+    return torch::Tensor();
+  };
+  const auto neighbour_cosine = [](const torch::Tensor& t) {
+    return torch::cosine_similarity(t.narrow(0, 0, t.size(0) - 1), t.narrow(0, 1, t.size(0) - 1), 1).mean().item<double>();
+  };
+  torch::manual_seed(3);
+  auto o = tiny();
+  const auto normal = positions(*models::BertForPreTraining(o));
+  EXPECT_NEAR(normal.std().item<double>(), 0.02, 0.004);
+  EXPECT_LT(std::abs(neighbour_cosine(normal)), 0.2);
+  o.position_embedding_init = "sinusoidal";
+  const auto table = models::sinusoidal_positions(20, 32) * (0.02 * std::sqrt(2.0));
+  for (const torch::Tensor& p :
+       {positions(*models::BertForPreTraining(o)), positions(*models::BertForSequenceClassification(o))}) {
+    EXPECT_TRUE(torch::allclose(p, table, 0, 1e-7));
+    EXPECT_GT(neighbour_cosine(p), 0.5);
+  }
+  o.position_embedding_init = "zeros";
+  EXPECT_THROW(read_options<models::BertOptions>(to_json(o), "model"), Error);
+}
+
 TEST(Bert, PretrainingHeadsGiveThePythonReferencesOutputs) {
   test::TempDir dir;
   torch::manual_seed(2);
