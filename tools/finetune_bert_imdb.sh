@@ -46,9 +46,10 @@ echo "== pretraining, phase 1: 64-token items ($OUT/pretrain)"
 "$ZOO" train --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" --output-dir "$OUT/pretrain" --device "$DEVICE" \
   "${PRE[@]}" "${EXTRA[@]}"
 last() { ls -d "$1"/checkpoint-* | sort -t- -k2 -n | tail -1; }
+PHASE1=$(last "$OUT/pretrain")
 
-echo "== pretraining, phase 2: 256-token items from $(last "$OUT/pretrain") ($OUT/pretrain_256)"
-"$ZOO" train --config "$ROOT/tools/recipes/bert_imdb_pretrain_256.json" --init-from "$(last "$OUT/pretrain")" \
+echo "== pretraining, phase 2: 256-token items from $PHASE1 ($OUT/pretrain_256)"
+"$ZOO" train --config "$ROOT/tools/recipes/bert_imdb_pretrain_256.json" --init-from "$PHASE1" \
   --output-dir "$OUT/pretrain_256" --device "$DEVICE" "${PRE256[@]}" "${EXTRA[@]}"
 PRETRAINED=$(last "$OUT/pretrain_256")
 

@@ -140,7 +140,7 @@ class Task {
 
 /// task.evaluate(...) with the model in eval mode and gradients off, and under bf16 autocast
 /// when `precision` is "bf16" (the resolved train.precision: the forward passes then run as in
-/// training, about 3x faster than fp32 on a CPU with native bf16); the model's mode is
+/// training); the model's mode is
 /// restored afterwards.
 Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
                  const std::string& precision = "fp32");
