@@ -317,6 +317,7 @@ json bert_to_hf(const json& model, const std::string& architecture) {
     hf.erase("labels");
     hf.erase("num_labels");
   }
+  hf.erase("position_embedding_init");  // zoo's: how training starts, not a BertConfig field
   hf["architectures"] = {architecture};
   hf["position_embedding_type"] = "absolute";
   hf["torch_dtype"] = "float32";

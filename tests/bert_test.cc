@@ -4,6 +4,7 @@
 // again as transformers' files hold it.
 #include "models/bert.h"
 #include "models/bert_doc000.h"
+#include "models/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -114,6 +115,12 @@ TEST(Bert, PositionTableStartsAsConfigured) {
     EXPECT_TRUE(torch::allclose(p, table, 0, 1e-7));
     EXPECT_GT(neighbour_cosine(p), 0.5);
   }
+  // zoo's own field stays out of the Hugging Face config.json
+  json section = to_json(o);
+  section["model_type"] = "bert";
+  const json hf = models::to_hf_config(section);
+  EXPECT_EQ(hf.count("position_embedding_init"), 0u) << hf.dump();
+  EXPECT_EQ(hf.at("position_embedding_type"), "absolute");
   o.position_embedding_init = "zeros";
   EXPECT_THROW(read_options<models::BertOptions>(to_json(o), "model"), Error);
 }
