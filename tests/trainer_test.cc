@@ -517,6 +517,11 @@ TEST(Trainer, EvaluationRunsInTheTrainingPrecision) {
     EXPECT_EQ(zoo::evaluate(task, "valid", 8, torch::Device(torch::kCPU), "fp32").at("loss"), 1.0);
     EXPECT_EQ(task.eval_dtype, torch::kFloat) << "autocast left on after a bf16 evaluation";
   }
+  // zoo eval: a checkpoint evaluates as trained; one trained in bf16 still evaluates without bf16
+  const torch::Device cpu(torch::kCPU);
+  EXPECT_EQ(evaluation_precision("fp32", cpu), "fp32");
+  EXPECT_EQ(evaluation_precision("bf16", cpu), bf16 ? "bf16" : "fp32");
+  EXPECT_EQ(evaluation_precision("auto", cpu), bf16 ? "bf16" : "fp32");
 }
 
 TEST(Trainer, AfterBackwardHookSeesTheGradientsBeforeTheUpdate) {

@@ -25,8 +25,7 @@ int run_eval(const EvalArgs& a) {
   auto task = load_task(a.checkpoint, a.overrides, device);
   const auto train = read_options<TrainOptions>(task->config().at("train"), "train");
   const std::string split = a.split.empty() ? task->default_eval_split() : a.split;
-  // As trained (--set train.precision=fp32 for fp32); a bf16 checkpoint on a device without bf16 runs in fp32.
-  const std::string precision = resolve_precision(train.precision == "bf16" ? "auto" : train.precision, device);
+  const std::string precision = evaluation_precision(train.precision, device);  // --set train.precision=fp32 for fp32
   Metrics m = evaluate(*task, split, train.per_device_eval_batch_size, device, precision);
   json out(m);
   if (out.contains("examples")) out["examples"] = static_cast<int64_t>(m["examples"]);

@@ -44,6 +44,10 @@ std::string resolve_precision(const std::string& precision, const torch::Device&
   return precision;
 }
 
+std::string evaluation_precision(const std::string& trained, const torch::Device& device) {
+  return resolve_precision(trained == "bf16" ? "auto" : trained, device);
+}
+
 AutocastGuard::AutocastGuard(bool enabled, const torch::Device& device) : enabled_(enabled), cpu_(device.is_cpu()) {
   if (enabled_) set(true);
 }

@@ -28,5 +28,9 @@ void check_precision(const std::string& precision, const torch::Device& device);
 /// "fp32" or "bf16" for train.precision on `device`: "auto" is bf16 where check_precision
 /// accepts it, else fp32; the others are checked (zoo::Error when they cannot run).
 std::string resolve_precision(const std::string& precision, const torch::Device& device);
+/// The precision to evaluate a checkpoint trained in `trained` (its train.precision) on
+/// `device`: as trained, except that bf16 falls back to fp32 where bf16 cannot run (a
+/// checkpoint trained on a bf16 machine stays readable everywhere).
+std::string evaluation_precision(const std::string& trained, const torch::Device& device);
 
 }  // namespace zoo
