@@ -66,13 +66,13 @@ BertModelImpl::BertModelImpl(const BertOptions& o) : o_(o) {
 }
 
 torch::Tensor BertModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
-                                     const torch::Tensor& attention_mask) {
+                                     const torch::Tensor& attention_mask, int64_t position_offset) {
   TORCH_CHECK(input_ids.dim() == 2, "BERT expects input_ids of shape (B, T), got ", input_ids.sizes());
-  if (input_ids.size(1) > o_.max_position_embeddings)
-    throw Error(cat("BERT: ", input_ids.size(1), " tokens but the model has ", o_.max_position_embeddings,
-                    " positions (model.max_position_embeddings)"));
+  if (position_offset < 0 || position_offset + input_ids.size(1) > o_.max_position_embeddings)
+    throw Error(cat("BERT: ", input_ids.size(1), " tokens", position_offset ? cat(" from position ", position_offset) : "",
+                    " but the model has ", o_.max_position_embeddings, " positions (model.max_position_embeddings)"));
   auto types = token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids);
-  auto x = (*positions)(word_embeddings(input_ids) + token_type_embeddings(types));
+  auto x = (*positions)(word_embeddings(input_ids) + token_type_embeddings(types), position_offset);
   x = embeddings_norm(x);
   if (o_.hidden_dropout_prob > 0) x = torch::dropout(x, o_.hidden_dropout_prob, is_training());
   for (const auto& layer : *layers) x = layer->as<BertLayer>()->forward(x, attention_mask);
@@ -99,8 +99,9 @@ BertForPreTrainingImpl::BertForPreTrainingImpl(const BertOptions& o) : o_(o) {
 }
 
 BertPreTrainingOutput BertForPreTrainingImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
-                                                      const torch::Tensor& attention_mask, const torch::Tensor& selected) {
-  auto hidden = bert(input_ids, token_type_ids, attention_mask);
+                                                      const torch::Tensor& attention_mask, const torch::Tensor& selected,
+                                                      int64_t position_offset) {
+  auto hidden = bert(input_ids, token_type_ids, attention_mask, position_offset);
   auto t = activation(o_.hidden_act, transform(selected.defined() ? hidden.index({selected}) : hidden));
   t = transform_norm(t.to(hidden.scalar_type()));  // under autocast the dense gives bf16; the norm's weights are fp32
   return {torch::nn::functional::linear(t, bert->word_embeddings->weight, bias),

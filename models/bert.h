@@ -92,9 +92,11 @@ class BertModelImpl : public torch::nn::Module {
  public:
   explicit BertModelImpl(const BertOptions& o);
   /// input_ids (B, T), token_type_ids (B, T) or undefined (all 0), attention_mask (B, T) or
-  /// undefined (all 1) -> the last hidden states (B, T, H).
+  /// undefined (all 1) -> the last hidden states (B, T, H). The tokens sit at positions
+  /// position_offset .. position_offset+T-1 of the position table (Hugging Face's
+  /// position_ids = arange(offset, offset+T)).
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids = {},
-                        const torch::Tensor& attention_mask = {});
+                        const torch::Tensor& attention_mask = {}, int64_t position_offset = 0);
   /// tanh(dense(hidden[:, 0])): (B, H).
   torch::Tensor pool(const torch::Tensor& hidden);
   /// Hugging Face's init of every weight (init_weights_hf), then the position table as
@@ -126,7 +128,8 @@ class BertForPreTrainingImpl : public torch::nn::Module {
   /// scores, (N, V) in row-major order: the MLM loss needs no others, and the vocabulary
   /// projection is most of the head's cost.
   BertPreTrainingOutput forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids = {},
-                                const torch::Tensor& attention_mask = {}, const torch::Tensor& selected = {});
+                                const torch::Tensor& attention_mask = {}, const torch::Tensor& selected = {},
+                                int64_t position_offset = 0);
   BertModel bert{nullptr};
 
  private:

@@ -13,6 +13,7 @@
 
 #include "test_util.h"
 #include "train/device.h"
+#include "train/safetensors.h"
 
 namespace fs = std::filesystem;
 
@@ -156,6 +157,32 @@ TEST(BertPretraining, SegmentsLayoutTrainsAlsoInBf16) {
                     " --set data.layout=segments --set data.max_length=100");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("data.max_length 100) but model.max_position_embeddings is 64"), std::string::npos) << r.output;
+}
+
+// data.position_offset random: short items train rows of the position table beyond their
+// width (with zero, rows past the width get no gradient and keep their start, which both
+// runs share through the seed).
+TEST(BertPretraining, RandomPositionOffsetsTrainTheWholePositionTable) {
+  test::TempDir dir;
+  const std::string root = write_reviews(dir), cfg = dir / "bert.json";
+  test::write_file(cfg, config(root));
+  std::map<std::string, torch::Tensor> table;
+  for (const char* offset : {"zero", "random"}) {
+    auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / offset) +
+                           " --set data.layout=segments --set data.max_length=12 --set data.position_offset=" + offset +
+                           " --set train.max_steps=40 --set train.eval_steps=40 --set train.save_steps=40");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    table[offset] = safetensors::load(dir / (std::string(offset) + "/checkpoint-40/model.safetensors"))
+                        .tensors.at("bert.embeddings.position_embeddings.weight");
+  }
+  const auto moved = [&](int64_t from, int64_t to) {  // rows from .. to-1
+    return (table["random"].slice(0, from, to) - table["zero"].slice(0, from, to)).abs().max().item<double>();
+  };
+  EXPECT_GT(moved(40, 64), 1e-3);  // Adam moves a trained row by about learning_rate (1e-3) a step
+  auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "bad") +
+                         " --set data.position_offset=shifted");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("data.position_offset"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <random>
 
 #include "core/paths.h"
 #include "data/reviews.h"
@@ -51,7 +52,7 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
                                            : "; this vocabulary does not belong to this checkpoint"));
   model["vocab_size"] = vocab_size;
   const json resolved = models::resolve_model_config(model);
-  const int64_t positions = resolved.value("max_position_embeddings", int64_t{512});
+  const int64_t positions = positions_ = resolved.value("max_position_embeddings", int64_t{512});
   if (examples_.width > positions)
     throw Error(cat("config: the examples are ", examples_.width, " tokens wide (",
                     data_.layout == "segments" ? cat("data.max_length ", data_.max_length)
@@ -154,7 +155,10 @@ Batch BertPretrainingTask::make_train_batch(const std::vector<int64_t>& indices,
 Loss BertPretrainingTask::loss(const Batch& batch) {
   const auto& t = batch.tensors;
   auto selected = t[3].ne(kIgnore);
-  auto out = model_->forward(t[0], t[1], t[2], selected);  // MLM scores of the selected tokens only
+  int64_t offset = 0;
+  if (data_.position_offset == "random")  // from the batch's seed: the same on a resumed run
+    offset = static_cast<int64_t>(std::mt19937_64(batch.seed)() % static_cast<uint64_t>(positions_ - t[0].size(1) + 1));
+  auto out = model_->forward(t[0], t[1], t[2], selected, offset);  // MLM scores of the selected tokens only
   auto mlm = F::cross_entropy(out.prediction_logits, t[3].index({selected}));
   auto nsp = F::cross_entropy(out.seq_relationship_logits, t[4]);
   return Loss{mlm + nsp, {{"mlm", mlm}, {"nsp", nsp}}};

@@ -26,6 +26,7 @@ struct BertPretrainingDataOptions {
   double length_percentile = 70;
   std::string layout = "sentence_pairs";
   int64_t max_length = 256;
+  std::string position_offset = "zero";
   double validation_fraction = 0.02;
   bool strict = false;
   bool replace_invalid_utf8 = false;
@@ -54,6 +55,11 @@ struct BertPretrainingDataOptions {
       "up to data.max_length tokens), so the model sees the lengths it is fine-tuned on",
       one_of({"sentence_pairs", "segments"}));
     v("max_length", max_length, "segments: the width of an item in tokens", at_least(5));
+    v("position_offset", position_offset,
+      "zero: items sit at positions 0 .. width-1; random: each training batch starts at a random position "
+      "(the same for its rows), so short items train the whole position table (model.max_position_embeddings) "
+      "for a later phase or fine-tuning on longer texts. Evaluation uses zero",
+      one_of({"zero", "random"}));
     v("validation_fraction", validation_fraction, "the last share of the examples held out for validation",
       between(0, 0.5));
     v("strict", strict, "a bad review (empty, invalid UTF-8, malformed CSV row) stops the run instead of being skipped");
@@ -91,6 +97,7 @@ class BertPretrainingTask : public Task {
   data::BertExamples examples_;
   std::vector<std::string> vocab_;  // from a checkpoint's vocab.txt
   int64_t train_items_ = 0;
+  int64_t positions_ = 0;  // model.max_position_embeddings
   models::BertForPreTraining model_{nullptr};
 };
 
