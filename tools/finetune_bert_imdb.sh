@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# BERT on IMDB end to end: pretrain (MLM + NSP) on the reviews in two phases (64-token items,
-# then 256-token ones from the first phase's weights), fine-tune for sentiment,
+# BERT on IMDB end to end: pretrain (MLM + NSP) on the reviews (64-token items), fine-tune
+# for sentiment on 384-token texts,
 # evaluate the checkpoint with the best validation accuracy on the 25,000 test reviews, classify
 # two sentences, export for transformers.
 #
 #   tools/finetune_bert_imdb.sh [--out DIR] [--device D] [--quick] [-- EXTRA --set ARGS for both runs]
 #
-# Needs the reviews: tools/fetch_data.sh imdb. The recipes are tools/recipes/bert_imdb_pretrain.json,
-# bert_imdb_pretrain_256.json and bert_imdb_sentiment.json. --quick is a smoke run: a tiny BERT, 300 reviews, a few dozen
+# Needs the reviews: tools/fetch_data.sh imdb. The recipes are tools/recipes/bert_imdb_pretrain.json
+# and bert_imdb_sentiment.json. --quick is a smoke run: a tiny BERT, 300 reviews, a few dozen
 # steps each (minutes on a CPU; accuracy near chance).
 #
-# Output (default runs/bert_imdb): pretrain/, pretrain_256/ and sentiment/ (the runs), eval.json, classify.txt,
+# Output (default runs/bert_imdb): pretrain/ and sentiment/ (the runs), eval.json, classify.txt,
 # export/ (model.safetensors + Hugging Face config.json + vocab.txt).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     --device) DEVICE=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "finetune_bert_imdb.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -30,28 +30,22 @@ EXTRA=("$@")
 [ -x "$ZOO" ] || { echo "finetune_bert_imdb.sh: $ZOO not built (run tools/setup.sh)" >&2; exit 1; }
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-PRE=() PRE256=() CLS=()
+PRE=() CLS=()
 if [ "$QUICK" = 1 ]; then
   SMALL=(--set model.hidden_size=32 --set model.num_hidden_layers=1 --set model.num_attention_heads=2
          --set model.intermediate_size=64 --set model.max_position_embeddings=128)
   PRE=("${SMALL[@]}" --set data.max_reviews=300 --set data.max_length=64 --set train.max_steps=30 --set train.eval_steps=30
        --set train.save_steps=30 --set train.warmup_steps=0 --set train.logging_steps=10)
-  PRE256=("${PRE[@]}" --set data.max_length=128)
   CLS=("${SMALL[@]}" --set data.max_length=64 --set data.max_train_samples=300 --set data.valid_size=50
        --set data.max_eval_samples=200 --set train.max_steps=30 --set train.eval_steps=30 --set train.save_steps=30
        --set train.warmup_steps=0 --set train.logging_steps=10)
 fi
 
-echo "== pretraining, phase 1: 64-token items ($OUT/pretrain)"
+echo "== pretraining: 64-token items ($OUT/pretrain)"
 "$ZOO" train --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" --output-dir "$OUT/pretrain" --device "$DEVICE" \
   "${PRE[@]}" "${EXTRA[@]}"
 last() { ls -d "$1"/checkpoint-* | sort -t- -k2 -n | tail -1; }
-PHASE1=$(last "$OUT/pretrain")
-
-echo "== pretraining, phase 2: 256-token items from $PHASE1 ($OUT/pretrain_256)"
-"$ZOO" train --config "$ROOT/tools/recipes/bert_imdb_pretrain_256.json" --init-from "$PHASE1" \
-  --output-dir "$OUT/pretrain_256" --device "$DEVICE" "${PRE256[@]}" "${EXTRA[@]}"
-PRETRAINED=$(last "$OUT/pretrain_256")
+PRETRAINED=$(last "$OUT/pretrain")
 
 echo "== fine-tuning from $PRETRAINED ($OUT/sentiment)"
 "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_sentiment.json" \
