@@ -52,12 +52,12 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
                                            : "; this vocabulary does not belong to this checkpoint"));
   model["vocab_size"] = vocab_size;
   const json resolved = models::resolve_model_config(model);
-  const int64_t positions = positions_ = resolved.value("max_position_embeddings", int64_t{512});
-  if (examples_.width > positions)
+  positions_ = resolved.value("max_position_embeddings", int64_t{512});
+  if (examples_.width > positions_)
     throw Error(cat("config: the examples are ", examples_.width, " tokens wide (",
                     data_.layout == "segments" ? cat("data.max_length ", data_.max_length)
                                                : cat("2 x data.sentence_length ", data_.sentence_length, " + 1"),
-                    ") but model.max_position_embeddings is ", positions, "; raise it"));
+                    ") but model.max_position_embeddings is ", positions_, "; raise it"));
   model_ = models::BertForPreTraining(read_options<models::BertOptions>(resolved, "model", {"model_type"}));
 }
 
