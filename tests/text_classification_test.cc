@@ -138,6 +138,71 @@ TEST(TextClassification, TruncationKeepsTheHeadOrTheHeadAndTail) {
             (std::vector<int64_t>{0, id("the"), id("film"), 3}));  // short texts are whole
 }
 
+// Reviews of 1 to 19 words (a sentiment word, then neutral ones) in the archive's layout.
+std::string write_varied_data(const test::TempDir& dir) {
+  const std::string root = write_data(dir);
+  for (const char* split : {"train", "test"})
+    for (const char* label : {"neg", "pos"}) fs::remove_all(root + "/" + split + "/" + label);
+  for (const char* split : {"train", "test"})
+    for (const char* label : {"neg", "pos"}) fs::create_directories(root + "/" + split + "/" + label);
+  for (int i = 0; i < 120; ++i) {
+    const bool pos = i % 2;
+    std::string text = (pos ? kGood : kBad)[i % 4];
+    for (int w = 0; w < (i * 7) % 19; ++w) text += " " + kNeutral[(i + w) % kNeutral.size()];
+    test::write_file(root + (i < 80 ? "/train" : "/test") + (pos ? "/pos/" : "/neg/") + std::to_string(i) + ".txt",
+                     text);
+  }
+  return root;
+}
+
+// data.group_by_length: every training text once an epoch, in batches of similar lengths (less
+// padding than the plain permutation), another grouping each epoch, the same for the same seed.
+TEST(TextClassification, GroupByLengthBatchesTextsOfSimilarLengths) {
+  test::TempDir dir;
+  json cfg = json::parse(config(write_varied_data(dir), dir / "vocab.txt"));
+  cfg["data"]["max_length"] = 24;
+  const TaskContext context;
+  TextClassificationTask plain(cfg, context);
+  cfg["data"]["group_by_length"] = true;
+  TextClassificationTask grouped(cfg, context);
+  plain.prepare_training("");
+  grouped.prepare_training("");
+  const int64_t n = grouped.num_train_examples();
+  ASSERT_EQ(n, 70);  // 80 less the 10 held out
+  // Tokens a plan pads its batches to: each batch is as wide as its longest text.
+  auto padded = [&](TextClassificationTask& task, const std::vector<std::vector<int64_t>>& plan) {
+    int64_t tokens = 0;
+    for (const auto& batch : plan) tokens += task.make_train_batch(batch, 0).tensors[0].numel();
+    return tokens;
+  };
+  const auto plan = grouped.epoch_plan(42, 0, 8);
+  std::vector<int64_t> seen;
+  for (const auto& batch : plan) {
+    EXPECT_LE(batch.size(), 8u);
+    seen.insert(seen.end(), batch.begin(), batch.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) all[static_cast<size_t>(i)] = i;
+  EXPECT_EQ(seen, all);
+  EXPECT_EQ(grouped.epoch_plan(42, 0, 8), plan);
+  EXPECT_NE(grouped.epoch_plan(42, 1, 8), plan);
+  EXPECT_LT(padded(grouped, plan), padded(plain, plain.epoch_plan(42, 0, 8)) * 3 / 4);
+}
+
+// Evaluation batches texts in length order: the metrics do not depend on the batch size.
+TEST(TextClassification, EvaluationIsTheSameForEveryBatchSize) {
+  test::TempDir dir;
+  json cfg = json::parse(config(write_varied_data(dir), dir / "vocab.txt"));
+  cfg["data"]["max_length"] = 24;
+  TextClassificationTask task(cfg, TaskContext{});
+  const Metrics one = evaluate(task, "test", 1, torch::kCPU), seven = evaluate(task, "test", 7, torch::kCPU);
+  EXPECT_EQ(one.at("examples"), 40);
+  EXPECT_EQ(seven.at("examples"), 40);
+  EXPECT_NEAR(seven.at("loss"), one.at("loss"), 1e-5);
+  EXPECT_EQ(seven.at("accuracy"), one.at("accuracy"));
+}
+
 TEST(TextClassification, BadInputIsNamed) {
   test::TempDir dir;
   const std::string root = write_data(dir), cfg = dir / "cls.json";

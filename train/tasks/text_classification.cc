@@ -4,9 +4,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 #include <random>
 
 #include "core/paths.h"
+#include "data/pairs.h"
 #include "data/text.h"
 #include "models/registry.h"
 
@@ -147,6 +149,16 @@ Batch TextClassificationTask::batch_of(const std::vector<Example>& examples, con
   return Batch{{ids, mask, labels}, n, 0};
 }
 
+std::vector<std::vector<int64_t>> TextClassificationTask::epoch_plan(uint64_t seed, int64_t epoch,
+                                                                     int64_t batch_size) const {
+  if (!data_.group_by_length) return Task::epoch_plan(seed, epoch, batch_size);
+  std::vector<int64_t> lengths;
+  lengths.reserve(train_.size());
+  for (const auto& e : train_) lengths.push_back(static_cast<int64_t>(e.ids.size()));
+  return data::bucket_batches(lengths, batch_size, seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch),
+                              /*shuffle=*/true);
+}
+
 Batch TextClassificationTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
   Batch b = batch_of(train_, indices);
   b.seed = seed;
@@ -176,10 +188,15 @@ Metrics TextClassificationTask::evaluate(const std::string& split, int64_t batch
   auto n = static_cast<int64_t>(examples.size());
   if (data_.max_eval_samples > 0) n = std::min(n, data_.max_eval_samples);
   if (n == 0) throw Error(cat("the ", split, " split is empty"));
+  // Batches of similar lengths: a batch is as wide as its longest review, and the metrics are
+  // sums, so the order changes nothing but the padding.
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return examples[a].ids.size() > examples[b].ids.size(); });
   double loss_sum = 0, right = 0;
   for (int64_t s = 0; s < n; s += batch_size) {
-    std::vector<int64_t> idx;
-    for (int64_t i = s; i < std::min(n, s + batch_size); ++i) idx.push_back(i);
+    const std::vector<int64_t> idx(order.begin() + s, order.begin() + std::min(n, s + batch_size));
     const Batch b = batch_of(examples, idx).to(device);
     auto logits = model_->forward(b.tensors[0], {}, b.tensors[1]);
     loss_sum += F::cross_entropy(logits, b.tensors[2], F::CrossEntropyFuncOptions().reduction(torch::kSum)).item<double>();

@@ -29,6 +29,7 @@ struct TextClassificationDataOptions {
   int64_t max_length = 256;
   std::string truncation = "head";
   int64_t valid_size = 1000;
+  bool group_by_length = false;
   int64_t split_seed = 1234;
   int64_t max_train_samples = 0, max_eval_samples = 0;
   bool strict = false;
@@ -55,6 +56,10 @@ struct TextClassificationDataOptions {
       "last three quarters (its end: where reviews give their verdict; Sun et al. 2019 found it best on IMDB)",
       one_of({"head", "head_tail"}));
     v("valid_size", valid_size, "training texts held out for validation", at_least(0));
+    v("group_by_length", group_by_length,
+      "training batches of texts of similar lengths (Hugging Face's group_by_length): the texts are shuffled, "
+      "sorted by length within runs of 100 batches, cut into batches, and the batches shuffled; less padding, "
+      "so faster steps when the lengths vary");
     v("split_seed", split_seed, "seed of the validation hold-out", at_least(0));
     v("max_train_samples", max_train_samples, "use N training texts; 0 = all", at_least(0));
     v("max_eval_samples", max_eval_samples, "evaluate on N texts; 0 = all", at_least(0));
@@ -70,6 +75,8 @@ class TextClassificationTask : public Task, public TextClassifier {
   std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
   void prepare_training(const std::string& output_dir) override;
   int64_t num_train_examples() const override { return static_cast<int64_t>(train_.size()); }
+  /// The default seeded permutation, or batches of similar lengths with data.group_by_length.
+  std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch, int64_t batch_size) const override;
   /// {input_ids, attention_mask, labels}.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   Loss loss(const Batch& batch) override;
