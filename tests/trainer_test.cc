@@ -596,6 +596,15 @@ TEST(FineTuning, InitFromLoadsTheMatchingWeightsThroughTheKeyMap) {
   EXPECT_EQ(report.loaded, (std::vector<std::string>{"bert.layer.weight", "bert.layer.bias"}));
   EXPECT_EQ(report.missing, (std::vector<std::string>{"classifier.weight", "classifier.bias"}));
   EXPECT_EQ(report.unexpected, (std::vector<std::string>{"lm_head.bias", "lm_head.weight"}));
+  // A tensor mapped to a name the model lacks is left out (the first matching prefix wins): the
+  // sentiment recipe starts BERT's pooler anew this way.
+  Classifier fresh;
+  const auto bias_before = fresh.body->layer->bias.detach().clone();
+  const auto partial = init_from_pretrained(fresh, dir / "pre", {"encoder.layer.bias=discarded.", "encoder.=bert."});
+  EXPECT_TRUE(torch::equal(fresh.body->layer->weight, source.body->layer->weight));
+  EXPECT_TRUE(torch::equal(fresh.body->layer->bias, bias_before));
+  EXPECT_FALSE(torch::equal(fresh.body->layer->bias, source.body->layer->bias));
+  EXPECT_EQ(partial.missing, (std::vector<std::string>{"bert.layer.bias", "classifier.weight", "classifier.bias"}));
   // Without the map nothing matches: an error that says how to map the names.
   try {
     init_from_pretrained(target, dir / "pre", {});
