@@ -68,12 +68,6 @@ uint64_t uniform_below(std::mt19937_64& rng, uint64_t n);
 /// uniform_below(rng, i + 1)) driven by std::mt19937_64(seed). Identical on every platform.
 std::vector<int64_t> random_permutation(int64_t n, uint64_t seed);
 
-/// Groups the indices 0..lengths.size()-1 into batches of `batch_size` (the last one may be
-/// smaller) whose items have similar lengths, so that little padding is needed.
-/// With `shuffle`: the indices are shuffled, sorted by length (stably) within chunks of
-/// `chunk_batches * batch_size`, cut into batches, and the batch order is shuffled -- a
-/// different grouping for every seed, deterministic for a given one. Without: all indices are
-/// sorted by length (ties by index) and batches come shortest first.
 /// Batches by size in tokens (fairseq's and Marian's max_tokens): like bucket_batches, but a
 /// batch takes items in `keys` order while (items x its largest `cost`) stays within
 /// `max_tokens` (an item costlier than that alone makes a batch of one). With `shuffle`, the
@@ -83,6 +77,12 @@ std::vector<std::vector<int64_t>> token_batches(const std::vector<int64_t>& keys
                                                 int64_t max_tokens, uint64_t seed, bool shuffle,
                                                 int64_t chunk_batches = 100);
 
+/// Groups the indices 0..lengths.size()-1 into batches of `batch_size` (the last one may be
+/// smaller) whose items have similar lengths, so that little padding is needed.
+/// With `shuffle`: the indices are shuffled, sorted by length (stably) within chunks of
+/// `chunk_batches * batch_size`, cut into batches, and the batch order is shuffled -- a
+/// different grouping for every seed, deterministic for a given one. Without: all indices are
+/// sorted by length (ties by index) and batches come shortest first.
 std::vector<std::vector<int64_t>> bucket_batches(const std::vector<int64_t>& lengths,
                                                  int64_t batch_size, uint64_t seed, bool shuffle,
                                                  int64_t chunk_batches = 100);

@@ -134,14 +134,18 @@ class Task {
   const json& config() const { return config_; }
 
  protected:
+  /// The seed of `epoch`'s plan for tasks that shuffle through the data:: batchers.
+  static uint64_t plan_seed(uint64_t seed, int64_t epoch) {
+    return seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch);
+  }
+
   json config_;
   TaskContext context_;
 };
 
 /// task.evaluate(...) with the model in eval mode and gradients off, and under bf16 autocast
 /// when `precision` is "bf16" (the resolved train.precision: the forward passes then run as in
-/// training); the model's mode is
-/// restored afterwards.
+/// training); the model's mode is restored afterwards.
 Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
                  const std::string& precision = "fp32");
 

@@ -155,8 +155,7 @@ std::vector<std::vector<int64_t>> TextClassificationTask::epoch_plan(uint64_t se
   std::vector<int64_t> lengths;
   lengths.reserve(train_.size());
   for (const auto& e : train_) lengths.push_back(static_cast<int64_t>(e.ids.size()));
-  return data::bucket_batches(lengths, batch_size, seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(epoch),
-                              /*shuffle=*/true);
+  return data::bucket_batches(lengths, batch_size, plan_seed(seed, epoch), /*shuffle=*/true);
 }
 
 Batch TextClassificationTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
