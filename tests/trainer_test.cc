@@ -7,6 +7,7 @@
 #include "models/vit.h"
 #include "train/checkpoint.h"
 #include "train/device.h"
+#include "train/optimizers.h"
 #include "train/safetensors.h"
 #include "train/task_registry.h"
 #include "train/trainer.h"
@@ -412,6 +413,47 @@ TEST(Trainer, ThreadedAdamWIsLibTorchsAdamWBitForBit) {
                                                  << ": max |diff| " << (got[i] - want[i]).abs().max().item<double>();
   }
   at::set_num_threads(saved_threads);
+}
+
+// Weight decay falls on matrices only, and not on those train.weight_decay_exclude names. With
+// zero gradients an AdamW step at lr 1 and decay 0.5 halves exactly the decayed tensors.
+TEST(Trainer, WeightDecayExcludeKeepsTheNamedParametersFreeOfDecay) {
+  torch::manual_seed(3);
+  torch::nn::Sequential model({{"wte", torch::nn::Embedding(10, 4)}, {"fc", torch::nn::Linear(4, 4)},
+                               {"ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({4}))}});
+  auto step = [&](std::vector<std::string> exclude) {
+    for (auto& p : model->parameters()) {
+      torch::NoGradGuard no_grad;
+      p.uniform_(1, 2);
+      p.mutable_grad() = torch::zeros_like(p);
+    }
+    std::map<std::string, torch::Tensor> before;
+    for (const auto& p : model->named_parameters()) before[p.key()] = p.value().detach().clone();
+    TrainOptions o;
+    o.learning_rate = 1;
+    o.weight_decay = 0.5;
+    o.weight_decay_exclude = std::move(exclude);
+    make_optimizer(*model, o)->step();
+    std::map<std::string, double> ratio;  // after / before, the same for every element
+    for (const auto& p : model->named_parameters()) ratio[p.key()] = (p.value() / before[p.key()]).mean().item<double>();
+    return ratio;
+  };
+  const auto plain = step({});
+  EXPECT_DOUBLE_EQ(plain.at("wte.weight"), 0.5);
+  EXPECT_DOUBLE_EQ(plain.at("fc.weight"), 0.5);
+  EXPECT_DOUBLE_EQ(plain.at("fc.bias"), 1.0);
+  EXPECT_DOUBLE_EQ(plain.at("ln.weight"), 1.0);
+  const auto excluded = step({"wte."});
+  EXPECT_DOUBLE_EQ(excluded.at("wte.weight"), 1.0);
+  EXPECT_DOUBLE_EQ(excluded.at("fc.weight"), 0.5);
+  TrainOptions typo;
+  typo.weight_decay_exclude = {"wpe."};
+  try {
+    make_optimizer(*model, typo);
+    ADD_FAILURE() << "a fragment that names no parameter was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"wpe.\" is in no parameter name"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Trainer, EarlyStoppingAfterPatienceEvaluations) {

@@ -1,10 +1,13 @@
 #include "train/optimizers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <type_traits>
 
 #include <ATen/Parallel.h>
+
+#include "core/error.h"
 
 namespace zoo {
 
@@ -21,11 +24,32 @@ Key optimizer_state_key(const torch::Tensor& p) {
     return p.unsafeGetTensorImpl();
   }
 }
+
+bool contains_any(const std::string& name, const std::vector<std::string>& fragments) {
+  return std::any_of(fragments.begin(), fragments.end(),
+                     [&](const std::string& f) { return name.find(f) != std::string::npos; });
+}
+
+// A fragment of train.weight_decay_exclude that names nothing is a typo: say so before training.
+void check_weight_decay_exclude(const torch::OrderedDict<std::string, torch::Tensor>& named,
+                                const std::vector<std::string>& fragments) {
+  for (const auto& fragment : fragments) {
+    if (std::any_of(named.begin(), named.end(), [&](const auto& p) { return contains_any(p.key(), {fragment}); }))
+      continue;
+    std::string examples;
+    for (size_t i = 0; i < std::min<size_t>(3, named.size()); ++i) examples += (i ? ", " : "") + named[i].key();
+    throw Error(cat("train.weight_decay_exclude: \"", fragment, "\" is in no parameter name of the model (",
+                    examples, ", ...): fix or remove it"));
+  }
+}
 }  // namespace
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model, const TrainOptions& o) {
+  const auto named = model.named_parameters();
+  check_weight_decay_exclude(named, o.weight_decay_exclude);
   std::vector<torch::Tensor> decay, no_decay;
-  for (auto& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  for (const auto& p : named)
+    (p.value().dim() >= 2 && !contains_any(p.key(), o.weight_decay_exclude) ? decay : no_decay).push_back(p.value());
   std::vector<torch::optim::OptimizerParamGroup> groups;
   auto add = [&](std::vector<torch::Tensor>& params, auto options) {
     if (!params.empty())

@@ -10,7 +10,7 @@ namespace zoo {
 
 /// adamw (ThreadedAdamW), adam or sgd over the model's parameters, in two groups: weight
 /// decay on tensors of 2 or more dimensions, none on biases and normalisation weights, as
-/// Hugging Face and nanoGPT do.
+/// Hugging Face and nanoGPT do, and none on the parameters train.weight_decay_exclude names.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model, const TrainOptions& o);
 
 /// torch::optim::AdamW with the same state (so optimizer.pt is interchangeable) and the same

@@ -18,6 +18,7 @@ struct TrainOptions {
   std::string optim = "adamw";
   double learning_rate = 5e-5;
   double weight_decay = 0.0;
+  std::vector<std::string> weight_decay_exclude;  // parameter-name fragments kept free of decay
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
   double adam_epsilon = 1e-8;
@@ -57,6 +58,9 @@ struct TrainOptions {
     v("learning_rate", learning_rate, "peak learning rate", between(0, 100));
     v("weight_decay", weight_decay, "decoupled (adamw) or L2 (adam, sgd) decay; not applied to biases/norms",
       between(0, 10));
+    v("weight_decay_exclude", weight_decay_exclude,
+      "parameters whose name contains one of these fragments get no weight decay either, e.g. "
+      "[\"wte.\", \"wpe.\"] for embeddings (nanoGPT until February 2023)");
     v("adam_beta1", adam_beta1, "Adam beta1", between(0, 1));
     v("adam_beta2", adam_beta2, "Adam beta2", between(0, 1));
     v("adam_epsilon", adam_epsilon, "Adam epsilon", between(0, 1));
