@@ -9,7 +9,15 @@ Re-implements nanoGPT's model.py (bias=False, as its train.py default) and train
 reports the validation loss twice: nanoGPT's estimate (mean of --eval-iters random batches)
 and zoo's (every consecutive block_size window of the validation split, as `zoo eval`).
 
+--published runs nanoGPT as it was when its README published 1.88 for these settings (commit
+23a8e70, 2023-02-05): weight decay 0.01 on the Linear weights only (embeddings not decayed),
+tanh-approximated GELU, warmup from lr 0. Later commits changed these (weight decay 0.1 on
+2023-02-06, decay on every matrix 2023-05-06, nn.GELU 2023-05-17, warmup 2024-12-09).
+--estimates K draws K more nanoGPT estimates of the final model's validation loss, to show how
+far one such figure moves by chance.
+
   tools/bench/nanogpt_char_ref.py --input ~/.local/share/zoo/data/tinyshakespeare/input.txt [--seed 1337]
+      [--published] [--estimates 200]
 """
 import argparse
 import json
@@ -24,12 +32,15 @@ p = argparse.ArgumentParser()
 p.add_argument("--input", required=True)
 for name, default in [("n_layer", 4), ("n_head", 4), ("n_embd", 128), ("block_size", 64), ("batch_size", 12),
                       ("max_iters", 2000), ("lr_decay_iters", 2000), ("warmup_iters", 100), ("eval_interval", 250),
-                      ("eval_iters", 20), ("seed", 1337), ("threads", 2)]:
+                      ("eval_iters", 20), ("seed", 1337), ("threads", 2), ("estimates", 0)]:
     p.add_argument("--" + name, type=int, default=default)
 for name, default in [("learning_rate", 1e-3), ("min_lr", 1e-4), ("weight_decay", 0.1), ("beta2", 0.99),
                       ("grad_clip", 1.0), ("dropout", 0.0)]:
     p.add_argument("--" + name, type=float, default=default)
+p.add_argument("--published", action="store_true")
 a = p.parse_args()
+if a.published:
+    a.weight_decay = 0.01
 torch.set_num_threads(a.threads)
 torch.manual_seed(a.seed)
 
@@ -126,7 +137,7 @@ def full_val(model):  # zoo eval's protocol: consecutive windows of the whole sp
 
 def lr_at(it):
     if it < a.warmup_iters:
-        return a.learning_rate * (it + 1) / (a.warmup_iters + 1)
+        return a.learning_rate * (it if a.published else it + 1) / (a.warmup_iters + (0 if a.published else 1))
     if it > a.lr_decay_iters:
         return a.min_lr
     ratio = (it - a.warmup_iters) / (a.lr_decay_iters - a.warmup_iters)
@@ -134,8 +145,9 @@ def lr_at(it):
 
 
 model = GPT(len(chars))
-decay = [q for q in model.parameters() if q.dim() >= 2]
-no_decay = [q for q in model.parameters() if q.dim() < 2]
+embeddings = (model.wte.weight, model.wpe.weight) if a.published else ()
+decay = [q for q in model.parameters() if q.dim() >= 2 and all(q is not e for e in embeddings)]
+no_decay = [q for q in model.parameters() if all(q is not d for d in decay)]
 opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
                         lr=a.learning_rate, betas=(0.9, a.beta2))
 start = time.time()
@@ -154,3 +166,8 @@ for it in range(a.max_iters + 1):
     torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
     opt.step()
 print(json.dumps({"iter": a.max_iters, "val_full_split": full_val(model), "elapsed_s": time.time() - start}))
+if a.estimates:
+    est = torch.tensor([nanogpt_estimate(model)["val"] for _ in range(a.estimates)])
+    print(json.dumps({"val_estimates": a.estimates, "mean": est.mean().item(), "std": est.std().item(),
+                      "min": est.min().item(), "max": est.max().item(),
+                      "share_at_most_1.88": (est <= 1.88).double().mean().item()}))

@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""How far nanoGPT's validation-loss figure moves by chance, for one trained zoo GPT.
+
+nanoGPT reports the mean loss of --eval-iters batches of --batch-size random windows of the
+validation split (its README's CPU run: 20 batches of 12 windows of 64 characters, about 15,000
+predictions); `zoo eval` reports the loss over every consecutive window of the split. This
+draws --estimates of nanoGPT's figures for the same model and prints their mean, spread and
+the share at or below --threshold, beside the whole-split loss.
+
+  build/zoo export --checkpoint runs/gpt/checkpoint-2000 --out /tmp/gpt_hf
+  tools/bench/nanogpt_val_estimate.py /tmp/gpt_hf runs/gpt/tokens.bin [--estimates 1000]
+
+The token stream is the run's tokens.bin (its tokens.bin.json gives the width); the validation
+split is its last --validation-fraction, as zoo's language_modeling task cuts it.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "py"))
+import hf_gpt2  # noqa: E402
+
+p = argparse.ArgumentParser()
+p.add_argument("model_dir", help="a `zoo export` directory (config.json + model.safetensors)")
+p.add_argument("tokens", help="the run's tokens.bin")
+p.add_argument("--validation-fraction", type=float, default=0.1)
+p.add_argument("--block-size", type=int, default=64)
+p.add_argument("--batch-size", type=int, default=12)
+p.add_argument("--eval-iters", type=int, default=20)
+p.add_argument("--estimates", type=int, default=1000)
+p.add_argument("--threshold", type=float, default=1.88)
+p.add_argument("--seed", type=int, default=1337)
+p.add_argument("--threads", type=int, default=2)
+a = p.parse_args()
+torch.set_num_threads(a.threads)
+torch.manual_seed(a.seed)
+
+with open(a.tokens + ".json") as f:
+    width = json.load(f)["bytes_per_token"]
+stream = np.fromfile(a.tokens, dtype={2: np.uint16, 4: np.uint32}[width]).astype(np.int64)
+n_val = math.floor(len(stream) * a.validation_fraction)
+val = torch.from_numpy(stream[len(stream) - n_val:])
+model = hf_gpt2.load(a.model_dir)
+t = a.block_size
+
+
+@torch.no_grad()
+def loss(ids):  # mean next-token loss of windows of t + 1 tokens
+    logits = model(ids[:, :-1])
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), ids[:, 1:].reshape(-1)).item()
+
+
+@torch.no_grad()
+def whole_split():
+    count = (len(val) - 1) // t
+    windows = torch.stack([val[j * t:j * t + t + 1] for j in range(count)])
+    return sum(loss(windows[i:i + 256]) * len(windows[i:i + 256]) for i in range(0, count, 256)) / count
+
+
+def nanogpt_figure():
+    batches = []
+    for _ in range(a.eval_iters):
+        ix = torch.randint(len(val) - t, (a.batch_size,))
+        batches.append(loss(torch.stack([val[i:i + t + 1] for i in ix])))
+    return sum(batches) / len(batches)
+
+
+figures = torch.tensor([nanogpt_figure() for _ in range(a.estimates)], dtype=torch.float64)
+print(json.dumps({"whole_split": whole_split(), "estimates": a.estimates, "mean": figures.mean().item(),
+                  "std": figures.std().item(), "min": figures.min().item(), "max": figures.max().item(),
+                  "threshold": a.threshold, "share_at_or_below": (figures <= a.threshold).double().mean().item()}))
