@@ -456,6 +456,23 @@ TEST(Trainer, WeightDecayExcludeKeepsTheNamedParametersFreeOfDecay) {
   }
 }
 
+// Resuming with another weight-decay grouping cannot load optimizer.pt: the error says which
+// settings must be the run's.
+TEST(Trainer, ResumeWithAnotherWeightDecayGroupingNamesTheSetting) {
+  test::TempDir dir;
+  json config = tiny_config(dir, R"(, "weight_decay": 0.1)");
+  const std::string out = dir / "run";
+  run(config, out);
+  config["train"]["weight_decay_exclude"] = {"patch_embeddings."};
+  config["train"]["max_steps"] = 10;
+  try {
+    run(config, out, out + "/checkpoint-8");
+    ADD_FAILURE() << "resumed with another weight-decay grouping";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train.weight_decay_exclude"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Trainer, EarlyStoppingAfterPatienceEvaluations) {
   test::TempDir dir;
   LinearTask task;

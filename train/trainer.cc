@@ -134,7 +134,8 @@ void Trainer::restore(const std::string& from) {
     torch::load(*optimizer_, (dir / "optimizer.pt").string());
   } catch (const c10::Error& e) {
     throw Error(cat((dir / "optimizer.pt").string(), ": cannot load optimizer state (",
-                    std::string(e.what_without_backtrace()).substr(0, 200), ")"));
+                    std::string(e.what_without_backtrace()).substr(0, 200),
+                    "); resume with the run's train.optim and train.weight_decay_exclude"));
   }
   state_.step = st.at("global_step");
   state_.epoch = st.at("epoch_index");
