@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 
 #include <ATen/Parallel.h>
 
@@ -25,31 +26,32 @@ Key optimizer_state_key(const torch::Tensor& p) {
   }
 }
 
-bool contains_any(const std::string& name, const std::vector<std::string>& fragments) {
-  return std::any_of(fragments.begin(), fragments.end(),
-                     [&](const std::string& f) { return name.find(f) != std::string::npos; });
-}
-
-// A fragment of train.weight_decay_exclude that names nothing is a typo: say so before training.
-void check_weight_decay_exclude(const torch::OrderedDict<std::string, torch::Tensor>& named,
-                                const std::vector<std::string>& fragments) {
-  for (const auto& fragment : fragments) {
-    if (std::any_of(named.begin(), named.end(), [&](const auto& p) { return contains_any(p.key(), {fragment}); }))
-      continue;
+// Splits the parameters into (decay, no_decay): decay on matrices whose name holds none of
+// `exclude`'s fragments. A fragment that names no parameter is a typo: said before training.
+std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> split_by_decay(
+    const torch::OrderedDict<std::string, torch::Tensor>& named, const std::vector<std::string>& exclude) {
+  std::vector<torch::Tensor> decay, no_decay;
+  std::vector<bool> used(exclude.size(), false);
+  for (const auto& p : named) {
+    bool excluded = false;
+    for (size_t i = 0; i < exclude.size(); ++i)
+      if (p.key().find(exclude[i]) != std::string::npos) excluded = used[i] = true;
+    (p.value().dim() >= 2 && !excluded ? decay : no_decay).push_back(p.value());
+  }
+  for (size_t i = 0; i < exclude.size(); ++i) {
+    if (used[i]) continue;
     std::string examples;
-    for (size_t i = 0; i < std::min<size_t>(3, named.size()); ++i) examples += (i ? ", " : "") + named[i].key();
-    throw Error(cat("train.weight_decay_exclude: \"", fragment, "\" is in no parameter name of the model (",
+    for (size_t k = 0; k < std::min<size_t>(3, named.size()); ++k) examples += (k ? ", " : "") + named[k].key();
+    throw Error(cat("train.weight_decay_exclude: \"", exclude[i], "\" is in no parameter name of the model (",
                     examples, ", ...): fix or remove it"));
   }
+  return {std::move(decay), std::move(no_decay)};
 }
+
 }  // namespace
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model, const TrainOptions& o) {
-  const auto named = model.named_parameters();
-  check_weight_decay_exclude(named, o.weight_decay_exclude);
-  std::vector<torch::Tensor> decay, no_decay;
-  for (const auto& p : named)
-    (p.value().dim() >= 2 && !contains_any(p.key(), o.weight_decay_exclude) ? decay : no_decay).push_back(p.value());
+  auto [decay, no_decay] = split_by_decay(model.named_parameters(), o.weight_decay_exclude);
   std::vector<torch::optim::OptimizerParamGroup> groups;
   auto add = [&](std::vector<torch::Tensor>& params, auto options) {
     if (!params.empty())

@@ -28,6 +28,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+import nanogpt_eval  # beside this script
+
 p = argparse.ArgumentParser()
 p.add_argument("--input", required=True)
 for name, default in [("n_layer", 4), ("n_head", 4), ("n_embd", 128), ("block_size", 64), ("batch_size", 12),
@@ -107,37 +109,18 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
 
 
-def get_batch(split):
-    d = train_data if split == "train" else val_data
-    ix = torch.randint(len(d) - a.block_size, (a.batch_size,))
-    return (torch.stack([d[i:i + a.block_size] for i in ix]), torch.stack([d[i + 1:i + 1 + a.block_size] for i in ix]))
-
-
-@torch.no_grad()
-def nanogpt_estimate(model):
+def nanogpt_estimate(model, splits=("train", "val")):
     model.eval()
-    out = {s: torch.stack([model(*get_batch(s)) for _ in range(a.eval_iters)]).mean().item() for s in ("train", "val")}
+    data = {"train": train_data, "val": val_data}
+    out = {s: nanogpt_eval.estimate(model, data[s], a.block_size, a.batch_size, a.eval_iters) for s in splits}
     model.train()
     return out
 
 
-@torch.no_grad()
-def full_val(model):  # zoo eval's protocol: consecutive windows of the whole split
-    model.eval()
-    t = a.block_size
-    count = (len(val_data) - 1) // t
-    total = 0.0
-    for i in range(0, count, 64):
-        rows = [val_data[j * t:j * t + t + 1] for j in range(i, min(count, i + 64))]
-        ids = torch.stack(rows)
-        total += model(ids[:, :-1], ids[:, 1:]).item() * len(rows) * t
-    model.train()
-    return total / (count * t)
-
-
 def lr_at(it):
     if it < a.warmup_iters:
-        return a.learning_rate * (it if a.published else it + 1) / (a.warmup_iters + (0 if a.published else 1))
+        shift = 0 if a.published else 1  # nanoGPT's warmup started at lr 0 until 2024-12-09
+        return a.learning_rate * (it + shift) / (a.warmup_iters + shift)
     if it > a.lr_decay_iters:
         return a.min_lr
     ratio = (it - a.warmup_iters) / (a.lr_decay_iters - a.warmup_iters)
@@ -145,9 +128,9 @@ def lr_at(it):
 
 
 model = GPT(len(chars))
-embeddings = (model.wte.weight, model.wpe.weight) if a.published else ()
-decay = [q for q in model.parameters() if q.dim() >= 2 and all(q is not e for e in embeddings)]
-no_decay = [q for q in model.parameters() if all(q is not d for d in decay)]
+undecayed = {id(model.wte.weight), id(model.wpe.weight)} if a.published else set()
+decay = [q for q in model.parameters() if q.dim() >= 2 and id(q) not in undecayed]
+no_decay = [q for q in model.parameters() if q.dim() < 2 or id(q) in undecayed]
 opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
                         lr=a.learning_rate, betas=(0.9, a.beta2))
 start = time.time()
@@ -160,14 +143,14 @@ for it in range(a.max_iters + 1):
                           "elapsed_s": time.time() - start}), flush=True)
     if it == a.max_iters:
         break
-    loss = model(*get_batch("train"))
+    loss = model(*nanogpt_eval.random_windows(train_data, a.block_size, a.batch_size))
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
     opt.step()
-print(json.dumps({"iter": a.max_iters, "val_full_split": full_val(model), "elapsed_s": time.time() - start}))
+model.eval()
+print(json.dumps({"iter": a.max_iters, "val_full_split": nanogpt_eval.whole_split(model, val_data, a.block_size),
+                  "elapsed_s": time.time() - start}))
 if a.estimates:
-    est = torch.tensor([nanogpt_estimate(model)["val"] for _ in range(a.estimates)])
-    print(json.dumps({"val_estimates": a.estimates, "mean": est.mean().item(), "std": est.std().item(),
-                      "min": est.min().item(), "max": est.max().item(),
-                      "share_at_most_1.88": (est <= 1.88).double().mean().item()}))
+    figures = [nanogpt_estimate(model, ("val",))["val"] for _ in range(a.estimates)]
+    print(json.dumps({"val": nanogpt_eval.spread(figures, 1.88)}))

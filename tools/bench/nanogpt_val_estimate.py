@@ -25,6 +25,7 @@ from torch.nn import functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "py"))
 import hf_gpt2  # noqa: E402
+import nanogpt_eval  # noqa: E402  (beside this script)
 
 p = argparse.ArgumentParser()
 p.add_argument("model_dir", help="a `zoo export` directory (config.json + model.safetensors)")
@@ -47,31 +48,13 @@ stream = np.fromfile(a.tokens, dtype={2: np.uint16, 4: np.uint32}[width]).astype
 n_val = math.floor(len(stream) * a.validation_fraction)
 val = torch.from_numpy(stream[len(stream) - n_val:])
 model = hf_gpt2.load(a.model_dir)
-t = a.block_size
 
 
-@torch.no_grad()
-def loss(ids):  # mean next-token loss of windows of t + 1 tokens
-    logits = model(ids[:, :-1])
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), ids[:, 1:].reshape(-1)).item()
+def loss(x, y):  # the mean next-token loss of windows x with targets y
+    logits = model(x)
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
 
 
-@torch.no_grad()
-def whole_split():
-    count = (len(val) - 1) // t
-    windows = torch.stack([val[j * t:j * t + t + 1] for j in range(count)])
-    return sum(loss(windows[i:i + 256]) * len(windows[i:i + 256]) for i in range(0, count, 256)) / count
-
-
-def nanogpt_figure():
-    batches = []
-    for _ in range(a.eval_iters):
-        ix = torch.randint(len(val) - t, (a.batch_size,))
-        batches.append(loss(torch.stack([val[i:i + t + 1] for i in ix])))
-    return sum(batches) / len(batches)
-
-
-figures = torch.tensor([nanogpt_figure() for _ in range(a.estimates)], dtype=torch.float64)
-print(json.dumps({"whole_split": whole_split(), "estimates": a.estimates, "mean": figures.mean().item(),
-                  "std": figures.std().item(), "min": figures.min().item(), "max": figures.max().item(),
-                  "threshold": a.threshold, "share_at_or_below": (figures <= a.threshold).double().mean().item()}))
+figures = [nanogpt_eval.estimate(loss, val, a.block_size, a.batch_size, a.eval_iters) for _ in range(a.estimates)]
+print(json.dumps({"whole_split": nanogpt_eval.whole_split(loss, val, a.block_size),
+                  **nanogpt_eval.spread(figures, a.threshold)}))
