@@ -1,36 +1,62 @@
 #!/usr/bin/env bash
 # Checks that need a CUDA machine or the Python ecosystem (transformers, TensorBoard), none of
 # which the Debian development VM has. Builds zoo against the PyTorch of `python3` (pip's
-# torch: LibTorch 2.x with CUDA), then runs, each logged under OUT_DIR:
-#   build.log      configure + build (-Wall -Wextra) against that LibTorch
-#   devices.txt    zoo devices
-#   ctest.log      the whole test suite (CPU tests plus the CUDA-only ones)
-#   train_*.log    Fashion-MNIST ViT on cuda, fp32 and train.precision=bf16, then zoo eval
-#   tensorboard.txt  the fp32 run's event file read by TensorBoard's own EventAccumulator
-#   interop.txt    zoo export -> transformers.from_pretrained, and transformers
-#                  save_pretrained -> zoo classify: same labels and probabilities per image
+# torch: LibTorch 2.x with CUDA), then runs the parts asked for, each logged under OUT_DIR:
+#   build.log        configure + build (-Wall -Wextra) against that LibTorch (always)
+#   devices.txt      zoo devices (always)
+#   tests:      ctest.log  the whole test suite (CPU tests plus the CUDA-only ones)
+#   vit:        train_*.log  Fashion-MNIST ViT on cuda, fp32 and train.precision=bf16, then zoo eval
+#               tensorboard.txt  the fp32 run's event file read by TensorBoard's own EventAccumulator
+#               interop.txt  zoo export -> transformers.from_pretrained, and transformers
+#                            save_pretrained -> zoo classify: same labels and probabilities per image
+#   gpt-bench:  gpt_bench.txt  GPT-2 124M training steps on cuda in bf16: tokens/s and MFU
+#               (against the measured bf16 matmul peak), beside the same step of a nanoGPT-style
+#               eager PyTorch model (tools/bench/gpt_bench.py)
+#   gpt-recipe: gpt_train.log  tools/recipes/gpt_shakespeare_char.json on cuda in bf16, then zoo
+#               eval (nanoGPT: 1.4697); needs tiny Shakespeare in zoo's data home
+#               (tools/fetch_data.sh tinyshakespeare, or ZOO_DATA_DIR)
+#   gpt-interop: gpt_interop.txt  a GPT trained by zoo on cuda, exported, loaded by transformers:
+#               the same validation loss as zoo eval; a transformers GPT2LMHeadModel
+#               (save_pretrained) generates the same greedy text in zoo, and zoo fine-tunes it
+#               (train.init_from) into an export transformers loads, again with zoo eval's loss
 #
-#   tools/check_gpu.sh [--deps PREFIX] [--data DIR] [--out OUT_DIR] [--steps N] [--skip-tests]
+#   tools/check_gpu.sh [--parts LIST] [--deps PREFIX] [--data DIR] [--out OUT_DIR] [--steps N]
+#                      [--skip-tests]
 #
+# --parts: a comma-separated subset of tests,vit,gpt-bench,gpt-recipe,gpt-interop (default:
+# all; `build` alone: only the build), so that a machine lent for minutes at a time runs them
+# one call each: the build (build-gpu/) and the runs (build-gpu/check-runs/) are kept between
+# calls.
 # --deps PREFIX: a prefix with the build dependencies unpacked (for a machine without apt:
 # `dpkg -x` of Debian's libsentencepiece-dev, libsentencepiece0, libprotobuf-lite32,
 # nlohmann-json3-dev, libcli11-dev, libgtest-dev, libstb-dev, libicu-dev, libicu72,
-# zlib1g-dev). --data: the Fashion-MNIST IDX folder (default: Debian's).
+# zlib1g-dev). --data: the Fashion-MNIST IDX folder (default: Debian's). --steps: the ViT runs'
+# steps. --skip-tests: leave out the tests part.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-DEPS="" DATA=/usr/share/datasets/fashion-mnist OUT_DIR=gpu-check STEPS=600 TESTS=1
+DEPS="" DATA=/usr/share/datasets/fashion-mnist OUT_DIR=gpu-check STEPS=600
+PARTS=tests,vit,gpt-bench,gpt-recipe,gpt-interop
 while [ $# -gt 0 ]; do
   case "$1" in
+    --parts) PARTS=$2; shift 2 ;;
     --deps) DEPS=$(realpath "$2"); shift 2 ;;
     --data) DATA=$(realpath "$2"); shift 2 ;;
     --out) OUT_DIR=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
-    --skip-tests) TESTS=0; shift ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --skip-tests) PARTS=$(echo ",$PARTS," | sed 's/,tests,/,/; s/^,//; s/,$//'); shift ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "check_gpu.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
+for part in ${PARTS//,/ }; do
+  case "$part" in
+    build|tests|vit|gpt-bench|gpt-recipe|gpt-interop) ;;
+    *) echo "check_gpu.sh: unknown part '$part' in --parts (build, tests, vit, gpt-bench, gpt-recipe, gpt-interop)" >&2
+       exit 2 ;;
+  esac
+done
+want() { case ",$PARTS," in *",$1,"*) return 0 ;; esac; return 1; }
 mkdir -p "$OUT_DIR"
 OUT_DIR=$(realpath "$OUT_DIR")
 PY=$(command -v python3)
@@ -57,13 +83,19 @@ echo "compiler warnings from zoo's code: $(grep -c 'warning:' "$OUT_DIR/build.lo
 ZOO="$BUILD/zoo"
 "$ZOO" devices | tee "$OUT_DIR/devices.txt"
 
-if [ "$TESTS" = 1 ]; then
+if want tests; then
   step "ctest"
   (cd "$BUILD" && ctest -j "$(nproc)" --output-on-failure --timeout 600) >"$OUT_DIR/ctest.log" 2>&1 || status=1
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run|\*\*\*Skipped" "$OUT_DIR/ctest.log"
 fi
 
-RUNS=$(mktemp -d)
+RUNS=$BUILD/check-runs
+mkdir -p "$RUNS"
+RUNS=$(realpath "$RUNS")
+export ZOO PY RUNS DATA STEPS BUILD
+
+if want vit; then
+rm -rf "$RUNS/fp32" "$RUNS/bf16" "$RUNS/images" "$RUNS/export" "$RUNS/hf" "$RUNS/hfimg"
 for precision in fp32 bf16; do
   step "train ViT on cuda, precision $precision, $STEPS steps"
   start=$(date +%s)
@@ -90,7 +122,6 @@ EOF
 cat "$OUT_DIR/tensorboard.txt"
 
 step "zoo export -> transformers, transformers -> zoo classify"
-export ZOO PY RUNS DATA STEPS
 bash -euo pipefail >"$OUT_DIR/interop.txt" 2>&1 <<'SCRIPT' || status=1
   I="$RUNS/images"; mkdir -p "$I"
   "$PY" - "$DATA" "$I" <<'EOF'
@@ -114,5 +145,9 @@ EOF
   "$PY" tests/py/transformers_check.py compare "$RUNS/zoo2.tsv" "$RUNS/hf2.tsv"
 SCRIPT
 cat "$OUT_DIR/interop.txt"
+fi
+
+source tools/check_gpu_gpt.sh
+
 echo "check_gpu.sh: $([ $status = 0 ] && echo all checks passed || echo SOME CHECKS FAILED) (logs in $OUT_DIR)"
 exit $status

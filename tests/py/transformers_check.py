@@ -12,6 +12,22 @@
       into IMAGE_DIR, for `zoo classify --checkpoint MODEL_DIR` to read.
   transformers_check.py compare A.tsv B.tsv
       exits 1 unless both outputs name the same label per file and probabilities agree to 2e-4.
+
+GPT-2 (GPT2LMHeadModel):
+  transformers_check.py gpt2-loss MODEL_DIR TOKENS_BIN [VALIDATION_FRACTION] [MAX_WINDOWS]
+      loads MODEL_DIR with from_pretrained (a `zoo export` directory) and prints, as one JSON
+      line, its fp32 loss on the validation split of a zoo run's token stream (tokens.bin, the
+      last VALIDATION_FRACTION, default 0.1), over the windows `zoo eval` reads: consecutive
+      windows of n_positions + 1 tokens, at most MAX_WINDOWS (default 2000) spread evenly.
+  transformers_check.py gpt2-make MODEL_DIR
+      writes a randomly initialised transformers GPT2LMHeadModel (save_pretrained) with a
+      byte-level BPE tokenizer (vocab.json + merges.txt), for `zoo generate` to read.
+  transformers_check.py gpt2-greedy MODEL_DIR N PROMPT
+      prints the prompt and N greedily generated tokens as bytes (the prompt encoded by
+      transformers' AutoTokenizer, then its generate), the format of `zoo generate --greedy`;
+      stops early at the end token.
+  transformers_check.py same A B
+      exits 1 unless files A and B hold the same bytes.
 """
 import json
 import os
@@ -20,7 +36,10 @@ import sys
 import numpy as np
 import torch
 from PIL import Image
-from transformers import ViTConfig, ViTForImageClassification
+from transformers import GPT2Config, GPT2LMHeadModel, ViTConfig, ViTForImageClassification
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hf_gpt2  # noqa: E402  (the byte-level BPE fixture writer)
 
 
 def classify(model_dir, images):
@@ -80,6 +99,65 @@ def compare(a, b):
         raise SystemExit("probabilities differ")
 
 
+def gpt2_loss(model_dir, tokens, fraction=0.1, max_windows=2000):
+    model = GPT2LMHeadModel.from_pretrained(model_dir).eval()
+    width = json.load(open(tokens + ".json"))["bytes_per_token"]
+    stream = np.fromfile(tokens, dtype={2: np.uint16, 4: np.uint32}[width]).astype(np.int64)
+    n_val = int(len(stream) * fraction)
+    val = torch.from_numpy(stream[len(stream) - n_val:])
+    t = model.config.n_positions
+    available = (len(val) - 1) // t
+    n = min(available, max_windows) if max_windows > 0 else available
+    starts = [(j * available // n) * t for j in range(n)]  # as zoo's language_modeling evaluate
+    total = 0.0
+    with torch.no_grad():
+        for i in range(0, n, 64):
+            ids = torch.stack([val[s:s + t + 1] for s in starts[i:i + 64]])
+            logits = model(ids[:, :-1]).logits.float()
+            total += torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten(), reduction="sum").item()
+    print(json.dumps({"loss": total / (n * t), "windows": n, "tokens": n * t}))
+
+
+def gpt2_make(model_dir):
+    torch.manual_seed(6)
+    os.makedirs(model_dir, exist_ok=True)
+    vocab = hf_gpt2.write_tokenizer(model_dir)
+    cfg = GPT2Config(vocab_size=vocab, n_positions=64, n_embd=48, n_layer=2, n_head=4,
+                     bos_token_id=vocab - 1, eos_token_id=vocab - 1)
+    model = GPT2LMHeadModel(cfg)
+    with torch.no_grad():  # large enough weights that greedy decoding has clear winners
+        for p in model.parameters():
+            p.normal_(0, 0.1)
+    model.save_pretrained(model_dir, safe_serialization=True)
+
+
+def gpt2_greedy(model_dir, n, prompt):
+    from transformers import AutoTokenizer  # finds vocab.json + merges.txt by the model type
+
+    model = GPT2LMHeadModel.from_pretrained(model_dir).eval()
+    ids = AutoTokenizer.from_pretrained(model_dir)(prompt, add_special_tokens=False)["input_ids"]
+    x = torch.tensor([ids])
+    eos = model.config.eos_token_id
+    with torch.no_grad():
+        out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=n, do_sample=False, num_beams=1,
+                             pad_token_id=eos, eos_token_id=eos)[0].tolist()
+    new = out[len(ids):]
+    if eos in new:
+        new = new[:new.index(eos)]
+    # The tokens' bytes through GPT-2's byte-to-unicode table, read here rather than from the
+    # tokenizer's internals (which differ between transformers versions).
+    symbols = {i: t for t, i in json.load(open(os.path.join(model_dir, "vocab.json"))).items()}
+    byte_of = {ch: b for b, ch in hf_gpt2.bytes_to_unicode().items()}
+    sys.stdout.buffer.write(bytes(byte_of[c] for i in ids + new for c in symbols[i]) + b"\n")
+
+
+def same(a, b):
+    x, y = open(a, "rb").read(), open(b, "rb").read()
+    print(f"{a}: {x!r}\n{b}: {y!r}")
+    if x != y:
+        raise SystemExit("different outputs")
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1] if len(sys.argv) > 1 else ""
     if cmd == "classify" and len(sys.argv) >= 4:
@@ -88,5 +166,13 @@ if __name__ == "__main__":
         make(sys.argv[2], sys.argv[3])
     elif cmd == "compare" and len(sys.argv) == 4:
         compare(sys.argv[2], sys.argv[3])
+    elif cmd == "gpt2-loss" and 4 <= len(sys.argv) <= 6:
+        gpt2_loss(sys.argv[2], sys.argv[3], *[f(x) for f, x in zip((float, int), sys.argv[4:])])
+    elif cmd == "gpt2-make" and len(sys.argv) == 3:
+        gpt2_make(sys.argv[2])
+    elif cmd == "gpt2-greedy" and len(sys.argv) == 5:
+        gpt2_greedy(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif cmd == "same" and len(sys.argv) == 4:
+        same(sys.argv[2], sys.argv[3])
     else:
         raise SystemExit(__doc__)

@@ -1,24 +1,34 @@
-// zoo_bench_gpt: the GPT benchmarks of tools/bench/gpt_bench.sh.
+// zoo_bench_gpt: the GPT benchmarks of tools/bench/gpt_bench.sh (and tools/check_gpu.sh).
 //   --mode train: times training steps (forward, cross-entropy, backward, clipping to norm 1,
 //     AdamW) on random token windows, as tools/bench/gpt_bench.py does for a nanoGPT-style
 //     Python model; prints JSON with the median step, the model FLOPs per step (6 N + 12 L H T
-//     per token, Kaplan et al. / PaLM appendix B), the machine's measured fp32 matrix-multiply
-//     peak on the same threads, and the model FLOPs utilisation (MFU) of the median step.
+//     per token, Kaplan et al. / PaLM appendix B), the machine's measured matrix-multiply peak
+//     on the same device, threads and precision, and the model FLOPs utilisation (MFU) of the
+//     median step. --device cuda and --precision bf16 (autocast, as train.precision=bf16) for
+//     the GPU figures, e.g. GPT-2 124M:
+//       zoo_bench_gpt --device cuda --precision bf16 --layers 12 --heads 12 --embd 768
+//         --block 1024 --vocab 50257 --batch 16
 //   --mode generate: greedy decoding of --new tokens after a --prompt-long random prompt,
 //     with the key/value cache and recomputing the prefix every step; prints both times, the
 //     speed-up and whether the outputs are the same.
 //   zoo_bench_gpt --layers 4 --heads 4 --embd 128 --block 64 --vocab 65 --batch 12 --threads 2
+//   ZOO_BENCH_PROFILE=FILE: a Chrome trace of the timed training steps (chrome://tracing).
 #include <chrono>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "core/error.h"
 #include "core/threads.h"
 #include "models/generation.h"
 #include "models/gpt.h"
 #include "tools/bench/bench_util.h"
+#include "train/device.h"
 #include "train/optimizers.h"
+#include "train/precision.h"
 #include "train/slices.h"
 
 namespace {
@@ -30,49 +40,74 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// fp32 GEMM throughput (FLOP/s) of an n x n x n product, best of a few.
-double matmul_peak(int64_t n) {
-  auto a = torch::randn({n, n}), b = torch::randn({n, n});
+// Waits for the device's queued work (timing on CUDA), nothing on the CPU.
+void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+// GEMM throughput (FLOP/s) of an n x n x n product in `dtype` on `device`, best of a few.
+double matmul_peak(int64_t n, const torch::Device& device, torch::ScalarType dtype) {
+  const auto opts = torch::TensorOptions().device(device).dtype(dtype);
+  auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
   torch::mm(a, b);
+  sync(device);
   double best = 0;
   for (int i = 0; i < 5; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     auto c = torch::mm(a, b);
+    sync(device);
     best = std::max(best, 2.0 * n * n * n / seconds_since(t0));
   }
   return best;
 }
 
-int train_mode(const zoo::models::GPT2Options& o, int64_t batch, int64_t steps, int64_t warmup, int64_t shards) {
+struct TrainSetup {
+  int64_t batch, steps, warmup, shards;
+  torch::Device device;
+  bool bf16;
+};
+
+int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   torch::manual_seed(0);
   zoo::models::GPT2LMHeadModel model(o);
+  model->to(s.device);
   model->train();
   zoo::ThreadedAdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(0.1));
   const int64_t t = o.n_positions;
-  auto ids = torch::randint(0, o.vocab_size, {batch, t + 1}, torch::kLong);
+  auto ids = torch::randint(0, o.vocab_size, {s.batch, t + 1}, torch::kLong).to(s.device);
   auto x = ids.narrow(1, 0, t).contiguous(), y = ids.narrow(1, 1, t).contiguous();
   std::vector<double> times;
-  for (int64_t i = 0; i < warmup + steps; ++i) {
+  std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
+  for (int64_t i = 0; i < s.warmup + s.steps; ++i) {
+    if (i == s.warmup && std::getenv("ZOO_BENCH_PROFILE"))
+      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(std::getenv("ZOO_BENCH_PROFILE"));
+    sync(s.device);
     const auto t0 = std::chrono::steady_clock::now();
     opt.zero_grad();
     zoo::forward_backward(
         [&](const zoo::Batch& b) {
+          zoo::AutocastGuard autocast(s.bf16, s.device);  // the forward pass, as zoo train
           auto logits = model->forward(b.tensors[0]).to(torch::kFloat);
           return torch::nn::functional::cross_entropy(logits.flatten(0, 1), b.tensors[1].flatten());
         },
-        zoo::Batch{{x, y}, batch, 0}, 1.0, shards, model->parameters(), {}, /*onednn=*/false);
+        zoo::Batch{{x, y}, s.batch, 0}, 1.0, s.shards, model->parameters(), {},
+        /*onednn=*/s.bf16 && s.device.is_cpu());
     torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
     opt.step();
-    if (i >= warmup) times.push_back(seconds_since(t0));
+    sync(s.device);
+    if (i >= s.warmup) times.push_back(seconds_since(t0));
   }
+  profile.reset();
   int64_t n = 0;  // parameters without the position table (Kaplan et al.'s N)
   for (const auto& p : model->named_parameters())
     if (p.key() != "transformer.wpe.weight") n += p.value().numel();
-  const double tokens = static_cast<double>(batch * t);
+  const double tokens = static_cast<double>(s.batch * t);
   const double flops = tokens * (6.0 * n + 12.0 * o.n_layer * o.n_embd * t);
-  const double step = median(times), peak = matmul_peak(1024);
-  std::cout << "{\"impl\":\"zoo (C++)\",\"threads\":" << torch::get_num_threads() << ",\"shards\":" << shards
-            << ",\"batch\":" << batch << ",\"median_step_ms\":" << 1000 * step << ",\"tokens_per_s\":" << tokens / step
+  const double step = median(times);
+  const double peak = matmul_peak(s.device.is_cpu() ? 1024 : 8192, s.device, s.bf16 ? torch::kBFloat16 : torch::kFloat);
+  std::cout << "{\"impl\":\"zoo (C++)\",\"device\":\"" << s.device.str() << "\",\"precision\":\""
+            << (s.bf16 ? "bf16" : "fp32") << "\",\"threads\":" << torch::get_num_threads() << ",\"shards\":" << s.shards
+            << ",\"batch\":" << s.batch << ",\"median_step_ms\":" << 1000 * step << ",\"tokens_per_s\":" << tokens / step
             << ",\"model_gflop_per_step\":" << flops / 1e9 << ",\"matmul_peak_gflops\":" << peak / 1e9
             << ",\"mfu\":" << flops / step / peak << "}" << std::endl;
   return 0;
@@ -114,6 +149,7 @@ int main(int argc, char** argv) {
   o.resid_pdrop = o.embd_pdrop = o.attn_pdrop = 0;
   std::string mode = "train";
   int64_t batch = 12, steps = 30, warmup = 5, threads = 2, shards = 0, prompt = 16, new_tokens = 200;
+  std::string device_spec = "cpu", precision = "fp32";
   CLI::App app{"GPT benchmarks"};
   app.add_option("--mode", mode)->check(CLI::IsMember({"train", "generate"}));
   app.add_option("--layers", o.n_layer);
@@ -126,11 +162,23 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", warmup);
   app.add_option("--threads", threads);
   app.add_option("--shards", shards, "batch slices run at once (default: one per thread, as zoo train)");
+  app.add_option("--device", device_spec, "train: cpu, cuda, cuda:N or mps");
+  app.add_option("--precision", precision, "train: fp32, or bf16 autocast as train.precision=bf16")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option("--prompt", prompt, "generate: prompt tokens");
   app.add_option("--new", new_tokens, "generate: tokens to generate");
   CLI11_PARSE(app, argc, argv);
   zoo::configure_cpu_threads(static_cast<int>(threads));
-  if (shards <= 0) shards = torch::get_num_threads();
-  if (mode == "train") return train_mode(o, batch, steps, warmup, shards);
+  if (mode == "train") {
+    try {
+      const torch::Device device = zoo::resolve_device(device_spec);
+      zoo::check_precision(precision, device);
+      if (shards <= 0) shards = device.is_cpu() ? torch::get_num_threads() : 1;  // as zoo train
+      return train_mode(o, {batch, steps, warmup, shards, device, precision == "bf16"});
+    } catch (const zoo::Error& e) {
+      std::cerr << "zoo_bench_gpt: " << e.what() << std::endl;
+      return 2;
+    }
+  }
   return generate_mode(o, prompt, new_tokens);
 }

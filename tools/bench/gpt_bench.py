@@ -3,8 +3,11 @@
 CausalSelfAttention with one c_attn Linear and the causal mask as a buffer, MLP with GELU,
 pre-norm Blocks, tied lm_head), the same step as the recipes (forward, cross-entropy, backward,
 clipping to norm 1, AdamW), the same shapes, threads and batch as tools/bench/zoo_bench_gpt.
-With torch >= 2 it uses F.scaled_dot_product_attention as nanoGPT does. Prints JSON."""
+With torch >= 2 it uses F.scaled_dot_product_attention as nanoGPT does; on CUDA, --precision
+bf16 autocasts the forward pass and AdamW is fused where torch has it, as nanoGPT's train.py.
+Prints JSON."""
 import argparse
+import inspect
 import json
 import math
 import time
@@ -18,6 +21,8 @@ for name, default in [("layers", 4), ("heads", 4), ("embd", 128), ("block", 64),
                       ("steps", 30), ("warmup", 5), ("threads", 2)]:
     p.add_argument("--" + name, type=int, default=default)
 p.add_argument("--mode", default="train")
+p.add_argument("--device", default="cpu")
+p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
 p.add_argument("--default-threads", action="store_true",
                help="leave torch's thread count at its default (no torch.set_num_threads(--threads))")
 a = p.parse_args()
@@ -72,27 +77,40 @@ class GPT(nn.Module):
         self.lm_head.weight = self.wte.weight
 
     def forward(self, idx):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1)))
+        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1), device=idx.device))
         for block in self.h:
             x = block(x)
         return self.lm_head(self.ln_f(x))
 
 
+def sync():
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
 torch.manual_seed(0)
-model = GPT().train()
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
-ids = torch.randint(0, a.vocab, (a.batch, a.block + 1))
+device = torch.device(a.device)
+model = GPT().to(device).train()
+fused = device.type == "cuda" and "fused" in inspect.signature(torch.optim.AdamW).parameters
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1, **({"fused": True} if fused else {}))
+autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
+ids = torch.randint(0, a.vocab, (a.batch, a.block + 1)).to(device)
 x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
 times = []
 for i in range(a.warmup + a.steps):
+    sync()
     t0 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
-    loss = F.cross_entropy(model(x).view(-1, a.vocab), y.view(-1))
+    with autocast:
+        logits = model(x)
+    loss = F.cross_entropy(logits.float().view(-1, a.vocab), y.view(-1))
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
+    sync()
     if i >= a.warmup:
         times.append(time.perf_counter() - t0)
 times.sort()
-print(json.dumps({"impl": "PyTorch (Python)", "threads": torch.get_num_threads(), "batch": a.batch,
+print(json.dumps({"impl": "PyTorch (Python)", "device": str(device), "precision": a.precision,
+                  "threads": torch.get_num_threads(), "batch": a.batch, "fused_adamw": fused,
                   "median_step_ms": 1000 * times[len(times) // 2], "mean_step_ms": 1000 * sum(times) / len(times)}))
