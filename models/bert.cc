@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/kernels/dropout.h"
 #include "models/kernels/gelu.h"
 #include "models/module_path.h"
 
@@ -74,7 +75,7 @@ torch::Tensor BertModelImpl::forward(const torch::Tensor& input_ids, const torch
   auto types = token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids);
   auto x = (*positions)(word_embeddings(input_ids) + token_type_embeddings(types), position_offset);
   x = embeddings_norm(x);
-  if (o_.hidden_dropout_prob > 0) x = torch::dropout(x, o_.hidden_dropout_prob, is_training());
+  x = apply_dropout(x, o_.hidden_dropout_prob, is_training());
   for (const auto& layer : *layers) x = layer->as<BertLayer>()->forward(x, attention_mask);
   return x;
 }
@@ -118,7 +119,7 @@ torch::Tensor BertForSequenceClassificationImpl::forward(const torch::Tensor& in
                                                          const torch::Tensor& token_type_ids,
                                                          const torch::Tensor& attention_mask) {
   auto pooled = bert->pool(bert(input_ids, token_type_ids, attention_mask));
-  if (o_.hidden_dropout_prob > 0) pooled = torch::dropout(pooled, o_.hidden_dropout_prob, is_training());
+  pooled = apply_dropout(pooled, o_.hidden_dropout_prob, is_training());
   return classifier(pooled);
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "models/kernels/dropout.h"
 #include "models/module_path.h"
 
 namespace zoo::models {
@@ -63,9 +64,9 @@ std::pair<torch::Tensor, torch::Tensor> Doc000BertImpl::forward(const torch::Ten
 torch::Tensor Doc000BertImpl::encode(const torch::Tensor& input_ids, const torch::Tensor& attention_mask) {
   auto context = attend(embed(input_ids), attention_mask);
   auto h = ff1(context);  // Linear, Dropout, GELU, Linear, Dropout: the document's order
-  if (o_.dropout > 0) h = torch::dropout(h, o_.dropout, is_training());
+  h = apply_dropout(h, o_.dropout, is_training());
   h = ff2(torch::gelu(h));
-  if (o_.dropout > 0) h = torch::dropout(h, o_.dropout, is_training());
+  h = apply_dropout(h, o_.dropout, is_training());
   return encoder_norm(h);  // no residual, as the document
 }
 

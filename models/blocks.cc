@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/kernels/dropout.h"
 #include "models/kernels/gelu.h"
 #include "models/module_path.h"
 
@@ -10,7 +11,7 @@ namespace zoo::models {
 namespace {
 // Dropout while `m` (a layer of the block, hence in the model's tree) is in training mode.
 torch::Tensor dropout_if_training(const torch::Tensor& x, double p, const torch::nn::Module& m) {
-  return p > 0 ? torch::dropout(x, p, m.is_training()) : x;
+  return apply_dropout(x, p, m.is_training());
 }
 }  // namespace
 

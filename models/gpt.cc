@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "models/kernels/dropout.h"
+
 namespace zoo::models {
 
 void GPT2Options::validate() const {
@@ -38,7 +40,6 @@ GPT2ModelImpl::GPT2ModelImpl(const GPT2Options& o) : o_(o) {
   o.validate();
   wte = register_module("wte", torch::nn::Embedding(o.vocab_size, o.n_embd));
   wpe.emplace(*this, LearnedPositionsOptions(o.n_positions, o.n_embd).name("wpe"));
-  drop = register_module("drop", torch::nn::Dropout(o.embd_pdrop));
   for (int64_t i = 0; i < o.n_layer; ++i) h->push_back(GPT2Block(o));
   register_module("h", h);
   ln_f = register_module("ln_f",
@@ -52,7 +53,7 @@ torch::Tensor GPT2ModelImpl::forward(const torch::Tensor& input_ids, std::vector
     throw Error(cat("GPT-2: ", past + input_ids.size(1), " positions but the model has ", o_.n_positions,
                     " (model.n_positions); use a shorter context"));
   if (caches && caches->empty()) caches->resize(h->size());
-  auto x = drop((*wpe)(wte(input_ids), past));
+  auto x = apply_dropout((*wpe)(wte(input_ids), past), o_.embd_pdrop, is_training());
   for (size_t i = 0; i < h->size(); ++i) x = h[i]->as<GPT2Block>()->forward(x, caches ? &(*caches)[i] : nullptr);
   return ln_f(x);
 }

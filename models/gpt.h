@@ -98,7 +98,6 @@ class GPT2ModelImpl : public torch::nn::Module {
  private:
   GPT2Options o_;
   std::optional<LearnedPositions> wpe;
-  torch::nn::Dropout drop{nullptr};
   torch::nn::ModuleList h;
   torch::nn::LayerNorm ln_f{nullptr};
 };

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "models/kernels/dropout.h"
 
 namespace zoo::models {
 
@@ -54,13 +55,12 @@ Seq2SeqEncoderImpl::Seq2SeqEncoderImpl(const Seq2SeqOptions& o) : o_(o) {
   gru = register_module("gru", torch::nn::GRU(gru_options));
   if (o.bidirectional_encoder)
     bridge = register_module("bridge", torch::nn::Linear(2 * o.units, o.units));
-  dropout = register_module("dropout", torch::nn::Dropout(o.dropout));
 }
 
 std::tuple<torch::Tensor, torch::Tensor> Seq2SeqEncoderImpl::forward(const torch::Tensor& src,
                                                                      const torch::Tensor& lengths) {
   namespace rnn = torch::nn::utils::rnn;
-  auto x = dropout(embedding(src));  // (B, S, D)
+  auto x = apply_dropout(embedding(src), o_.dropout, is_training());  // (B, S, D)
   torch::Tensor outputs, hidden;     // (B, S, E), (L * dirs, B, H)
   if (lengths.defined()) {
     auto packed = rnn::pack_padded_sequence(x, lengths, /*batch_first=*/true,
@@ -152,11 +152,10 @@ Seq2SeqDecoderImpl::Seq2SeqDecoderImpl(const Seq2SeqOptions& o) : o_(o) {
   gru = register_module("gru", torch::nn::GRU(gru_options));
   fc = register_module("fc", torch::nn::Linear(o.units, o.target_vocab_size));
   attention = register_module("attention", Seq2SeqAttention(o));
-  dropout = register_module("dropout", torch::nn::Dropout(o.dropout));
 }
 
 torch::Tensor Seq2SeqDecoderImpl::embed(const torch::Tensor& prev_tokens) {
-  return dropout(embedding(prev_tokens));  // (B, D) or (B, T, D)
+  return apply_dropout(embedding(prev_tokens), o_.dropout, is_training());  // (B, D) or (B, T, D)
 }
 
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> Seq2SeqDecoderImpl::step(

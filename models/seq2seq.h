@@ -117,7 +117,6 @@ class Seq2SeqEncoderImpl : public torch::nn::Module {
   torch::nn::Embedding embedding{nullptr};
   torch::nn::GRU gru{nullptr};
   torch::nn::Linear bridge{nullptr};
-  torch::nn::Dropout dropout{nullptr};
 };
 TORCH_MODULE(Seq2SeqEncoder);
 
@@ -162,7 +161,6 @@ class Seq2SeqDecoderImpl : public torch::nn::Module {
   torch::nn::GRU gru{nullptr};
   torch::nn::Linear fc{nullptr};
   Seq2SeqAttention attention{nullptr};
-  torch::nn::Dropout dropout{nullptr};
 };
 TORCH_MODULE(Seq2SeqDecoder);
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/kernels/dropout.h"
 #include "models/module_path.h"
 
 namespace zoo::models {
@@ -145,7 +146,7 @@ torch::Tensor TransformerImpl::embed(torch::nn::Embedding& table, const torch::T
     throw Error(cat("Transformer: a sequence of ", offset + ids.size(1), " tokens is longer than the position table (",
                     o_.max_position_embeddings, " = model.max_position_embeddings); shorten it or truncate it"));
   auto x = positions(table(ids) * embed_scale_, offset);
-  return o_.dropout > 0 ? torch::dropout(x, o_.dropout, is_training()) : x;
+  return apply_dropout(x, o_.dropout, is_training());
 }
 
 torch::Tensor TransformerImpl::encode(const torch::Tensor& src) {

@@ -1,5 +1,6 @@
 #include "models/vit.h"
 
+#include "models/kernels/dropout.h"
 
 namespace zoo::models {
 
@@ -54,7 +55,6 @@ ViTModelImpl::ViTModelImpl(const ViTOptions& o) : o_(o) {
   projection = patch->register_module(
       "projection",
       torch::nn::Conv2d(torch::nn::Conv2dOptions(o.num_channels, o.hidden_size, o.patch_size).stride(o.patch_size)));
-  dropout = register_module("dropout", torch::nn::Dropout(o.hidden_dropout_prob));
   auto encoder = register_module("encoder", std::make_shared<torch::nn::Module>());
   for (int64_t i = 0; i < o.num_hidden_layers; ++i) layers->push_back(ViTLayer(o));
   encoder->register_module("layer", layers);
@@ -79,7 +79,7 @@ torch::Tensor ViTModelImpl::forward(const torch::Tensor& pixel_values) {
   auto x = torch::nn::functional::linear(patches, projection->weight.view({o_.hidden_size, -1}),
                                          projection->bias);  // (B, P, H)
   x = (*positions)(torch::cat({cls_token.expand({batch, 1, o_.hidden_size}), x}, 1));  // (B, P+1, H)
-  x = dropout(x);
+  x = apply_dropout(x, o_.hidden_dropout_prob, is_training());
   for (auto& layer : *layers) x = layer->as<ViTLayer>()->forward(x);
   return layernorm(x);
 }

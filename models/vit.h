@@ -93,7 +93,6 @@ class ViTModelImpl : public torch::nn::Module {
   torch::Tensor cls_token;
   torch::nn::Conv2d projection{nullptr};
   std::optional<LearnedPositions> positions;  // embeddings.position_embeddings, after cls_token
-  torch::nn::Dropout dropout{nullptr};
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm layernorm{nullptr};
 };

@@ -3,8 +3,8 @@
 // MultiHeadAttention, FeedForward, pre-norm TransformerEncoderLayer and Embeddings, document
 // 003's MultiheadAttention, document 002's sinusoidal table), masks and the causal flag
 // against the softmax formula written out here, decoding with the key/value cache against
-// recomputing the prefix, the packed q/k/v projection against separate ones, post-norm, and
-// the names each family gives the blocks.
+// recomputing the prefix, the packed q/k/v projection against separate ones, post-norm, the
+// names each family gives the blocks, and the dropout kernel (models/kernels/dropout.h).
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -14,6 +14,7 @@
 
 #include "models/attention.h"
 #include "models/blocks.h"
+#include "models/kernels/dropout.h"
 #include "models/module_path.h"
 #include "models/vit.h"
 #include "test_util.h"
@@ -406,6 +407,55 @@ TEST(Names, EachFamilyKeepsItsHuggingFaceNames) {
             (std::vector<std::string>{"encoder_attn.q_proj.weight", "encoder_attn.k_proj.weight",
                                       "encoder_attn.v_proj.weight", "encoder_attn.out_proj.weight",
                                       "encoder_attn.out_proj.bias"}));
+}
+
+// The dropout kernel: the share kept, the scale, neighbouring elements drawn independently,
+// evaluation and p = 0 as the identity, in fp32 and bf16.
+TEST(Dropout, KeepsOneMinusPOfTheElementsScaledAndIsTheIdentityOutOfTraining) {
+  torch::manual_seed(1);
+  const int64_t n = 1000000;
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    auto x = torch::ones({n / 1000, 1000}, dtype);
+    auto y = apply_dropout(x, 0.2, /*training=*/true);
+    ASSERT_EQ(y.scalar_type(), dtype);
+    ASSERT_EQ(y.sizes(), x.sizes());
+    auto kept = y.ne(0).to(torch::kDouble).flatten();
+    EXPECT_NEAR(kept.mean().item<double>(), 0.8, 0.003);  // 7 standard deviations
+    EXPECT_TRUE(y.masked_select(y.ne(0)).eq(1.25).all().item<bool>()) << "kept elements are scaled by 1 / (1 - p)";
+    // Elements 2k and 2k+1 take the two halves of one hash: both kept 0.64 of the time.
+    auto both = (kept.slice(0, 0, n, 2) * kept.slice(0, 1, n, 2)).mean().item<double>();
+    EXPECT_NEAR(both, 0.64, 0.005);
+    // and elements k apart (another hash) as well
+    EXPECT_NEAR((kept.slice(0, 0, n - 7) * kept.slice(0, 7, n)).mean().item<double>(), 0.64, 0.005);
+    EXPECT_TRUE(apply_dropout(x, 0.2, /*training=*/false).is_same(x));
+    EXPECT_TRUE(apply_dropout(x, 0.0, /*training=*/true).is_same(x));
+  }
+}
+
+TEST(Dropout, TheBackwardPassRecomputesTheForwardMask) {
+  torch::manual_seed(2);
+  auto x = torch::randn({64, 301}, torch::requires_grad());  // an odd row length
+  auto y = apply_dropout(x, 0.3, /*training=*/true);
+  auto g = torch::randn_like(y);
+  y.backward(g);
+  auto expected = torch::where(y.ne(0), g / 0.7, torch::zeros_like(g));
+  EXPECT_LE((x.grad() - expected).abs().max().item<double>(), 1e-6);
+  EXPECT_LE((y - torch::where(y.ne(0), x / 0.7, torch::zeros_like(x))).abs().max().item<double>(), 1e-6);
+  // A non-contiguous input is masked in its logical order, forward and backward alike.
+  auto z = torch::randn({301, 64}, torch::requires_grad());
+  auto w = apply_dropout(z.t(), 0.3, /*training=*/true);
+  w.backward(g);
+  EXPECT_TRUE(z.grad().t().ne(0).eq(w.ne(0)).all().item<bool>());
+}
+
+TEST(Dropout, ManualSeedReproducesTheMaskAndEachCallDrawsAnother) {
+  auto x = torch::ones({10000});
+  torch::manual_seed(5);
+  auto a = apply_dropout(x, 0.5, true), b = apply_dropout(x, 0.5, true);
+  torch::manual_seed(5);
+  auto c = apply_dropout(x, 0.5, true);
+  EXPECT_TRUE(a.equal(c));
+  EXPECT_FALSE(a.equal(b));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <torch/version.h>
 
 #include "core/threads.h"
+#include "models/kernels/dropout.h"
 
 namespace zoo::models {
 
@@ -22,7 +23,7 @@ torch::Tensor attention_math(const torch::Tensor& q, const torch::Tensor& k, con
   }
   if (mask.defined()) scores = scores + mask;
   auto weights = torch::softmax(scores, -1);
-  if (p > 0) weights = torch::dropout(weights, p, /*train=*/true);
+  weights = apply_dropout(weights, p, /*training=*/true);
   return torch::matmul(weights, v);
 }
 

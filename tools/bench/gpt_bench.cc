@@ -157,6 +157,8 @@ int main(int argc, char** argv) {
   app.add_option("--embd", o.n_embd);
   app.add_option("--block", o.n_positions, "context = training window");
   app.add_option("--vocab", o.vocab_size);
+  double dropout = 0;
+  app.add_option("--dropout", dropout, "train: resid_pdrop = embd_pdrop = attn_pdrop (nanoGPT's dropout)");
   app.add_option("--batch", batch);
   app.add_option("--steps", steps);
   app.add_option("--warmup", warmup);
@@ -168,6 +170,7 @@ int main(int argc, char** argv) {
   app.add_option("--prompt", prompt, "generate: prompt tokens");
   app.add_option("--new", new_tokens, "generate: tokens to generate");
   CLI11_PARSE(app, argc, argv);
+  o.resid_pdrop = o.embd_pdrop = o.attn_pdrop = dropout;
   zoo::configure_cpu_threads(static_cast<int>(threads));
   if (mode == "train") {
     try {

@@ -21,6 +21,7 @@ for name, default in [("layers", 4), ("heads", 4), ("embd", 128), ("block", 64),
                       ("steps", 30), ("warmup", 5), ("threads", 2)]:
     p.add_argument("--" + name, type=int, default=default)
 p.add_argument("--mode", default="train")
+p.add_argument("--dropout", type=float, default=0.0, help="nanoGPT's dropout: attention weights, residuals, embeddings")
 p.add_argument("--device", default="cpu")
 p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
 p.add_argument("--default-threads", action="store_true",
@@ -44,12 +45,12 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self.c_attn(x).split(a.embd, dim=2)
         q, k, v = (z.view(b, t, a.heads, c // a.heads).transpose(1, 2) for z in (q, k, v))
         if self.flash:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=a.dropout if self.training else 0, is_causal=True)
         else:
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
             att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
-            y = F.softmax(att, dim=-1) @ v
-        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+            y = F.dropout(F.softmax(att, dim=-1), a.dropout, self.training) @ v
+        return F.dropout(self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c)), a.dropout, self.training)
 
 
 class Block(nn.Module):
@@ -63,7 +64,7 @@ class Block(nn.Module):
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
-        return x + self.c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+        return x + F.dropout(self.c_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh")), a.dropout, self.training)
 
 
 class GPT(nn.Module):
@@ -77,7 +78,7 @@ class GPT(nn.Module):
         self.lm_head.weight = self.wte.weight
 
     def forward(self, idx):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.size(1), device=idx.device))
+        x = F.dropout(self.wte(idx) + self.wpe(torch.arange(idx.size(1), device=idx.device)), a.dropout, self.training)
         for block in self.h:
             x = block(x)
         return self.lm_head(self.ln_f(x))

@@ -1,0 +1,18 @@
+#pragma once
+// Dropout for every model: one pass over the tensor on the CPU, with the mask recomputed in
+// the backward pass instead of stored.
+#include <torch/torch.h>
+
+namespace zoo::models {
+
+/// Inverted dropout, as torch::dropout: while `training`, each element is zeroed with
+/// probability p and the others are scaled by 1 / (1 - p); otherwise x itself. On the CPU the
+/// mask is a counter-based hash (SplitMix64) of the element's index and a seed drawn from
+/// LibTorch's default CPU generator, so torch::manual_seed and the saved generator state
+/// reproduce it, and the backward pass recomputes it rather than keeping it. LibTorch's
+/// bernoulli_ draws the mask element by element from the generator, and was an eighth of a
+/// GPT training step with nanoGPT's dropout 0.2 (see the README's Benchmarks). Elsewhere,
+/// torch::dropout.
+torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training);
+
+}  // namespace zoo::models
