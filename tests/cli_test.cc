@@ -202,7 +202,11 @@ TEST(Cli, InterruptWritesACheckpointAndResumes) {
   ASSERT_TRUE(WIFEXITED(status)) << text;
   EXPECT_EQ(WEXITSTATUS(status), 0) << text;
   EXPECT_NE(text.find("interrupted at step"), std::string::npos) << text;
-  EXPECT_NE(text.find("--resume"), std::string::npos) << text;
+  // The hint repeats the overrides, so that a resume following it keeps the run's settings.
+  EXPECT_NE(text.find("Resume with: zoo train --config " + cfg +
+                      " --set train.max_steps=100000 --set train.save_steps=0 --output-dir " + out + " --resume"),
+            std::string::npos)
+      << text;
   int64_t step = 0;
   for (auto& e : fs::directory_iterator(out)) {
     const std::string name = e.path().filename().string();

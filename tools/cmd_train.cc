@@ -30,6 +30,26 @@ struct TrainCommand {
   bool resume_set = false;
 };
 
+// `s` as one shell word: as is when it holds only characters no shell treats specially, else
+// in single quotes.
+std::string shell_word(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                                        "0123456789_.,:=/+-@%") == std::string::npos;
+  if (plain) return s;
+  std::string quoted = "'";
+  for (char c : s) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// What the resume hint repeats after --config: the file, the --set overrides and a --device
+// other than auto, so that the resumed run has the same settings.
+std::string config_source(const TrainCommand& a) {
+  std::string s = shell_word(a.config);
+  for (const auto& o : a.overrides) s += " --set " + shell_word(o);
+  if (a.device != "auto") s += " --device " + shell_word(a.device);
+  return s;
+}
+
 // Every key of a task's config, with its default and help: of TASK, else of the --config's
 // task and model type, else of every task.
 int run_help_config(const TrainCommand& a) {
@@ -86,7 +106,7 @@ int run_train(const TrainCommand& a) {
   }
   auto task = make_task(config);
   install_stop_handlers();
-  TrainerArgs args{config, a.config, out, device, resume_from};
+  TrainerArgs args{config, config_source(a), out, device, resume_from};
   args.collective = collective.get();
   train(*task, args);
   return 0;

@@ -43,7 +43,7 @@ struct TrainerHooks {
 
 struct TrainerArgs {
   json config;  // resolved config
-  std::string config_source;  // for the resume hint
+  std::string config_source;  // for the resume hint: the config file and the overrides, as given
   std::string output_dir;
   torch::Device device{torch::kCPU};
   std::string resume_from;  // checkpoint dir, or ""

@@ -10,6 +10,7 @@ import argparse
 import inspect
 import json
 import math
+import os
 import time
 
 import torch
@@ -98,7 +99,11 @@ autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision
 ids = torch.randint(0, a.vocab, (a.batch, a.block + 1)).to(device)
 x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
 times = []
+profile = None
 for i in range(a.warmup + a.steps):
+    if i == a.warmup and os.environ.get("ZOO_BENCH_PROFILE"):  # a Chrome trace of the timed steps
+        profile = torch.autograd.profiler.profile()
+        profile.__enter__()
     sync()
     t0 = time.perf_counter()
     opt.zero_grad(set_to_none=True)
@@ -111,6 +116,9 @@ for i in range(a.warmup + a.steps):
     sync()
     if i >= a.warmup:
         times.append(time.perf_counter() - t0)
+if profile:
+    profile.__exit__(None, None, None)
+    profile.export_chrome_trace(os.environ["ZOO_BENCH_PROFILE"])
 times.sort()
 print(json.dumps({"impl": "PyTorch (Python)", "device": str(device), "precision": a.precision,
                   "threads": torch.get_num_threads(), "batch": a.batch, "fused_adamw": fused,
