@@ -25,13 +25,13 @@ inline uint64_t mix(uint64_t seed, uint64_t k) {
 template <typename T>
 void masked_scale(const T* in, T* out, int64_t n, uint64_t seed, uint32_t threshold, float scale) {
   at::parallel_for(0, (n + 1) / 2, /*grain_size=*/16384, [&](int64_t begin, int64_t end) {
+    auto keep = [&](int64_t i, uint32_t bits) {
+      out[i] = bits >= threshold ? static_cast<T>(static_cast<float>(in[i]) * scale) : T(0);
+    };
     for (int64_t k = begin; k < end; ++k) {
       const uint64_t bits = mix(seed, static_cast<uint64_t>(k));
-      const int64_t i = 2 * k;
-      out[i] = static_cast<uint32_t>(bits) >= threshold ? static_cast<T>(static_cast<float>(in[i]) * scale) : T(0);
-      if (i + 1 < n)
-        out[i + 1] = static_cast<uint32_t>(bits >> 32) >= threshold ? static_cast<T>(static_cast<float>(in[i + 1]) * scale)
-                                                                    : T(0);
+      keep(2 * k, static_cast<uint32_t>(bits));
+      if (2 * k + 1 < n) keep(2 * k + 1, static_cast<uint32_t>(bits >> 32));
     }
   });
 }

@@ -107,7 +107,8 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   const double peak = matmul_peak(s.device.is_cpu() ? 1024 : 8192, s.device, s.bf16 ? torch::kBFloat16 : torch::kFloat);
   std::cout << "{\"impl\":\"zoo (C++)\",\"device\":\"" << s.device.str() << "\",\"precision\":\""
             << (s.bf16 ? "bf16" : "fp32") << "\",\"threads\":" << torch::get_num_threads() << ",\"shards\":" << s.shards
-            << ",\"batch\":" << s.batch << ",\"median_step_ms\":" << 1000 * step << ",\"tokens_per_s\":" << tokens / step
+            << ",\"batch\":" << s.batch << ",\"median_step_ms\":" << 1000 * step
+            << ",\"tokens_per_s\":" << tokens / step
             << ",\"model_gflop_per_step\":" << flops / 1e9 << ",\"matmul_peak_gflops\":" << peak / 1e9
             << ",\"mfu\":" << flops / step / peak << "}" << std::endl;
   return 0;
