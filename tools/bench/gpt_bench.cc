@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps);
   app.add_option("--warmup", warmup);
   app.add_option("--threads", threads);
-  app.add_option("--shards", shards, "batch slices run at once (default: one per thread, as zoo train)");
+  app.add_option("--shards", shards, "batch slices run at once (default: as zoo train, one per thread if no dropout)");
   app.add_option("--device", device_spec, "train: cpu, cuda, cuda:N or mps");
   app.add_option("--precision", precision, "train: fp32, or bf16 autocast as train.precision=bf16")
       ->check(CLI::IsMember({"fp32", "bf16"}));
@@ -177,7 +177,9 @@ int main(int argc, char** argv) {
     try {
       const torch::Device device = zoo::resolve_device(device_spec);
       zoo::check_precision(precision, device);
-      if (shards <= 0) shards = device.is_cpu() ? torch::get_num_threads() : 1;  // as zoo train
+      // As zoo train: one slice per core on the CPU, none for a model with dropout (its task is
+      // not splittable()).
+      if (shards <= 0) shards = device.is_cpu() && dropout == 0 ? torch::get_num_threads() : 1;
       return train_mode(o, {batch, steps, warmup, shards, device, precision == "bf16"});
     } catch (const zoo::Error& e) {
       std::cerr << "zoo_bench_gpt: " << e.what() << std::endl;
