@@ -82,6 +82,31 @@ TEST(Activation, GeluMatchesLibTorchsGeluForwardAndBackward) {
   EXPECT_TRUE(torch::equal(models::activation("gelu", x0), torch::gelu(x0)));
 }
 
+TEST(Activation, TanhGeluMatchesLibTorchsInFp32AndBf16ForwardAndBackward) {
+  // zoo's tanh GELU (gelu_new: GPT-2, nanoGPT) computes e^x itself; it must stay LibTorch's
+  // GELU computed exactly (in double) on the same inputs: within a few fp32 ulps in fp32, and
+  // within one bf16 rounding in bf16 (where LibTorch's own bf16 backward is off by up to 3%).
+  auto x0 = torch::cat({torch::randn({100003}) * 3, torch::tensor({0.f, -8.f, 8.f, -30.f, 30.f, -100.f, 100.f})});
+  auto go = torch::randn_like(x0);
+  auto diff = [](const torch::Tensor& a, const torch::Tensor& b) {
+    const auto da = a.to(torch::kDouble), db = b.to(torch::kDouble);
+    return ((da - db).abs() / (db.abs() + 1)).max().item<double>();
+  };
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    auto xs = x0.to(dtype), gs = go.to(dtype);
+    auto x = xs.clone().requires_grad_();
+    auto got = models::activation("gelu_new", x);
+    ASSERT_EQ(got.scalar_type(), dtype);
+    got.backward(gs);
+    auto y = xs.to(torch::kDouble).requires_grad_();
+    auto want = torch::gelu(y, "tanh");
+    want.backward(gs.to(torch::kDouble));
+    const double tol = dtype == torch::kFloat ? 2e-6 : 4e-3;  // bf16: 2^-8, one rounding step
+    EXPECT_LE(diff(got, want), tol) << dtype;
+    EXPECT_LE(diff(x.grad(), y.grad()), tol) << dtype;
+  }
+}
+
 TEST(ViT, ShapesAndBackward) {
   torch::manual_seed(0);
   models::ViTForImageClassification m(tiny());

@@ -11,7 +11,7 @@ namespace zoo::models {
 /// LibTorch's default CPU generator, so torch::manual_seed and the saved generator state
 /// reproduce it, and the backward pass recomputes it rather than keeping it. LibTorch's
 /// bernoulli_ draws the mask element by element from the generator, and was an eighth of a
-/// GPT training step with nanoGPT's dropout 0.2 (see the README's Benchmarks). Elsewhere,
+/// GPT training step with nanoGPT's dropout 0.2 (docs/results.md, Benchmarks). Elsewhere,
 /// torch::dropout.
 torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training);
 

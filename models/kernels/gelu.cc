@@ -1,6 +1,21 @@
 #include "models/kernels/gelu.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <ATen/Parallel.h>
+
+// Copies of a loop compiled for AVX-512 and AVX2 beside the baseline, picked when the program
+// loads (GCC's function multi-versioning), so that the loop is vectorised on the CPUs that
+// have the units while the build stays portable.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ZOO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ZOO_VECTOR_CLONES
+#endif
 
 namespace zoo::models {
 
@@ -29,6 +44,123 @@ struct GeluKeepCdf : torch::autograd::Function<GeluKeepCdf> {
     return {dx};
   }
 };
+
+// GELU with the tanh approximation (gelu_new), as 0.5 x (1 + tanh(z)) = x sigmoid(2 z) with
+// z = sqrt(2 / pi) (x + 0.044715 x^3), in one pass over the tensor each way. LibTorch's kernel
+// evaluates tanh through a vectorised library call per element; here e^x is Cephes' expf
+// (x = n ln 2 + r, a degree-5 polynomial in r, 2^n from the exponent bits) in plain
+// arithmetic that the compiler vectorises (see docs/results.md for what it saves).
+constexpr float kSqrt2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
+
+inline float exp_cephes(float x) {
+  x = std::min(std::max(x, -87.0f), 88.0f);
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // x / ln 2 to the nearest integer
+  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;                // x - n ln 2, ln 2 in two parts
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float two_n;
+  std::memcpy(&two_n, &bits, sizeof two_n);
+  return (p * r * r + r + 1.0f) * two_n;
+}
+
+// sigmoid(2 z(x)): GELU(x) = x gate(x).
+inline float gate(float x) { return 1.0f / (1.0f + exp_cephes(-2.0f * kSqrt2OverPi * (x + kCubic * x * x * x))); }
+
+ZOO_VECTOR_CLONES void gelu_tanh_forward(const float* __restrict x, float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * gate(x[i]);
+}
+
+// d/dx [x s] = s + x s (1 - s) 2 sqrt(2 / pi) (1 + 3 * 0.044715 x^2), s = gate(x).
+ZOO_VECTOR_CLONES void gelu_tanh_backward(const float* __restrict x, const float* __restrict g, float* __restrict dx,
+                                          int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i], s = gate(v);
+    const float dz = 2.0f * kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
+    dx[i] = g[i] * (s + v * s * (1.0f - s) * dz);
+  }
+}
+
+// bf16 <-> fp32 by their bits (bf16 is the top half of an fp32; back with rounding to nearest
+// even, as c10::BFloat16), through an alias-safe view of the floats.
+using FloatBits = uint32_t __attribute__((may_alias));
+ZOO_VECTOR_CLONES void widen(const uint16_t* __restrict in, float* __restrict out, int64_t n) {
+  auto* bits = reinterpret_cast<FloatBits*>(out);
+  for (int64_t i = 0; i < n; ++i) bits[i] = static_cast<uint32_t>(in[i]) << 16;
+}
+ZOO_VECTOR_CLONES void narrow(const float* __restrict in, uint16_t* __restrict out, int64_t n) {
+  const auto* bits = reinterpret_cast<const FloatBits*>(in);
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint16_t>((bits[i] + 0x7FFFu + ((bits[i] >> 16) & 1u)) >> 16);
+}
+
+// The fp32 kernels over bf16 tensors, a cache-sized chunk at a time.
+constexpr int64_t kChunk = 2048;
+void gelu_tanh_forward(const uint16_t* x, uint16_t* y, int64_t n) {
+  alignas(64) float a[kChunk], b[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t m = std::min(kChunk, n - i);
+    widen(x + i, a, m);
+    gelu_tanh_forward(a, b, m);
+    narrow(b, y + i, m);
+  }
+}
+void gelu_tanh_backward(const uint16_t* x, const uint16_t* g, uint16_t* dx, int64_t n) {
+  alignas(64) float a[kChunk], b[kChunk], c[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t m = std::min(kChunk, n - i);
+    widen(x + i, a, m);
+    widen(g + i, b, m);
+    gelu_tanh_backward(a, b, c, m);
+    narrow(c, dx + i, m);
+  }
+}
+
+// fp32 or bf16 data of a CPU tensor, as the kernels take it.
+template <typename T>
+T* data(const torch::Tensor& t) {
+  if constexpr (std::is_same_v<T, float>) return t.data_ptr<float>();
+  else return reinterpret_cast<uint16_t*>(t.data_ptr<c10::BFloat16>());
+}
+
+template <typename F>
+void in_chunks(int64_t n, const F& fn) {
+  at::parallel_for(0, n, /*grain_size=*/32768, [&](int64_t begin, int64_t end) { fn(begin, end - begin); });
+}
+
+struct GeluTanh : torch::autograd::Function<GeluTanh> {
+  template <typename T>
+  static void forward_of(const torch::Tensor& x, const torch::Tensor& y) {
+    const T* px = data<T>(x);
+    T* py = data<T>(y);
+    in_chunks(x.numel(), [&](int64_t i, int64_t n) { gelu_tanh_forward(px + i, py + i, n); });
+  }
+  template <typename T>
+  static void backward_of(const torch::Tensor& x, const torch::Tensor& g, const torch::Tensor& dx) {
+    const T *px = data<T>(x), *pg = data<T>(g);
+    T* pdx = data<T>(dx);
+    in_chunks(x.numel(), [&](int64_t i, int64_t n) { gelu_tanh_backward(px + i, pg + i, pdx + i, n); });
+  }
+
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input) {
+    auto x = input.contiguous();
+    auto y = torch::empty_like(x);
+    x.scalar_type() == torch::kFloat ? forward_of<float>(x, y) : forward_of<uint16_t>(x, y);
+    ctx->save_for_backward({x});
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    const auto x = ctx->get_saved_variables()[0];
+    const auto g = grad[0].to(x.scalar_type()).contiguous();
+    auto dx = torch::empty_like(x);
+    x.scalar_type() == torch::kFloat ? backward_of<float>(x, g, dx) : backward_of<uint16_t>(x, g, dx);
+    return {dx};
+  }
+};
 }  // namespace
 
 torch::Tensor activation(const std::string& name, const torch::Tensor& x) {
@@ -36,7 +168,11 @@ torch::Tensor activation(const std::string& name, const torch::Tensor& x) {
     if (x.device().is_cpu() && x.requires_grad() && torch::GradMode::is_enabled()) return GeluKeepCdf::apply(x);
     return torch::gelu(x);
   }
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return torch::gelu(x, "tanh");
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") {
+    const auto t = x.scalar_type();
+    if (x.device().is_cpu() && (t == torch::kFloat || t == torch::kBFloat16)) return GeluTanh::apply(x);
+    return torch::gelu(x, "tanh");
+  }
   if (name == "relu") return torch::relu(x);
   if (name == "silu") return torch::silu(x);
   TORCH_CHECK(false, "unknown activation '", name, "'");

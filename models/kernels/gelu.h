@@ -1,6 +1,6 @@
 #pragma once
 // Feed-forward activations by their Hugging Face names, with a training-time GELU that keeps
-// Phi(x) for the backward pass.
+// Phi(x) for the backward pass and, on the CPU, a one-pass vectorised tanh GELU (gelu_new).
 #include <string>
 #include <vector>
 
