@@ -189,7 +189,8 @@ TEST(Cli, InterruptWritesACheckpointAndResumes) {
   if (pid == 0) {
     if (!freopen(log.c_str(), "w", stderr)) _exit(126);
     execl(ZOO_BINARY, ZOO_BINARY, "train", "--config", cfg.c_str(), "--output-dir", out.c_str(), "--set",
-          "train.max_steps=100000", "--set", "train.save_steps=0", (char*)nullptr);
+          "train.max_steps=100000", "--set", "train.save_steps=0", "--set", "train.weight_decay_exclude=[]",
+          (char*)nullptr);
     _exit(127);
   }
   // Wait for training to be under way (a few logged steps), then interrupt.
@@ -202,9 +203,11 @@ TEST(Cli, InterruptWritesACheckpointAndResumes) {
   ASSERT_TRUE(WIFEXITED(status)) << text;
   EXPECT_EQ(WEXITSTATUS(status), 0) << text;
   EXPECT_NE(text.find("interrupted at step"), std::string::npos) << text;
-  // The hint repeats the overrides, so that a resume following it keeps the run's settings.
+  // The hint repeats the overrides (quoted for the shell where needed), so that a resume
+  // following it keeps the run's settings.
   EXPECT_NE(text.find("Resume with: zoo train --config " + cfg +
-                      " --set train.max_steps=100000 --set train.save_steps=0 --output-dir " + out + " --resume"),
+                      " --set train.max_steps=100000 --set train.save_steps=0 --set 'train.weight_decay_exclude=[]'"
+                      " --output-dir " + out + " --resume"),
             std::string::npos)
       << text;
   int64_t step = 0;
