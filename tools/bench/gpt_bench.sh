@@ -4,10 +4,12 @@
 #
 #   tools/bench/gpt_bench.sh [--rounds N] [--build DIR] [-- ARGS for both sides]
 #   e.g. tools/bench/gpt_bench.sh --rounds 5 -- --layers 6 --heads 6 --embd 384 --block 256 --batch 8
+#   train_shakespeare_char as its recipe runs on the CPU: -- --layers 6 --heads 6 --embd 384
+#     --block 256 --batch 16 --precision bf16 --dropout 0.2 --steps 3 --warmup 1
 #
 # 1. Training step: medians and the ratio zoo/python (the target: <= 0.7) against the
 #    fastest of the Python settings (common.sh), then zoo's tokens/s and model FLOPs
-#    utilisation against the machine's measured fp32 matmul peak.
+#    utilisation against the machine's measured matmul peak in the step's precision.
 # 2. Generation: 200 greedy tokens with the key/value cache vs recomputing the prefix every
 #    step (target: >= 5x), same outputs. Default model: the train_shakespeare_char shape.
 NAME=gpt_bench.sh ROUNDS=5 BIN=zoo_bench_gpt
