@@ -39,7 +39,9 @@ from PIL import Image
 from transformers import GPT2Config, GPT2LMHeadModel, ViTConfig, ViTForImageClassification
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "bench"))
 import hf_gpt2  # noqa: E402  (the byte-level BPE fixture writer)
+import nanogpt_eval  # noqa: E402  (zoo eval's windows over a run's validation split)
 
 
 def classify(model_dir, images):
@@ -101,21 +103,15 @@ def compare(a, b):
 
 def gpt2_loss(model_dir, tokens, fraction=0.1, max_windows=2000):
     model = GPT2LMHeadModel.from_pretrained(model_dir).eval()
-    width = json.load(open(tokens + ".json"))["bytes_per_token"]
-    stream = np.fromfile(tokens, dtype={2: np.uint16, 4: np.uint32}[width]).astype(np.int64)
-    n_val = int(len(stream) * fraction)
-    val = torch.from_numpy(stream[len(stream) - n_val:])
+    val = nanogpt_eval.validation_split(tokens, fraction)
+
+    def loss(x, y):
+        return torch.nn.functional.cross_entropy(model(x).logits.float().flatten(0, 1), y.flatten())
+
     t = model.config.n_positions
-    available = (len(val) - 1) // t
-    n = min(available, max_windows) if max_windows > 0 else available
-    starts = [(j * available // n) * t for j in range(n)]  # as zoo's language_modeling evaluate
-    total = 0.0
-    with torch.no_grad():
-        for i in range(0, n, 64):
-            ids = torch.stack([val[s:s + t + 1] for s in starts[i:i + 64]])
-            logits = model(ids[:, :-1]).logits.float()
-            total += torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten(), reduction="sum").item()
-    print(json.dumps({"loss": total / (n * t), "windows": n, "tokens": n * t}))
+    n = min((len(val) - 1) // t, max_windows) if max_windows > 0 else (len(val) - 1) // t
+    print(json.dumps({"loss": nanogpt_eval.whole_split(loss, val, t, max_windows=max_windows), "windows": n,
+                      "tokens": n * t}))
 
 
 def gpt2_make(model_dir):

@@ -15,11 +15,9 @@ split is its last --validation-fraction, as zoo's language_modeling task cuts it
 """
 import argparse
 import json
-import math
 import os
 import sys
 
-import numpy as np
 import torch
 from torch.nn import functional as F
 
@@ -42,11 +40,7 @@ a = p.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(a.seed)
 
-with open(a.tokens + ".json") as f:
-    width = json.load(f)["bytes_per_token"]
-stream = np.fromfile(a.tokens, dtype={2: np.uint16, 4: np.uint32}[width]).astype(np.int64)
-n_val = math.floor(len(stream) * a.validation_fraction)
-val = torch.from_numpy(stream[len(stream) - n_val:])
+val = nanogpt_eval.validation_split(a.tokens, a.validation_fraction)
 model = hf_gpt2.load(a.model_dir)
 
 
