@@ -142,7 +142,7 @@ TEST(BertPretraining, SegmentsLayoutTrainsAlsoInBf16) {
   test::write_file(cfg, config(root));
   const std::string precision = cpu_bf16_support().empty() ? "fp32" : "bf16";
   auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "run") +
-                         " --set data.layout=segments --set data.max_length=12 --set train.precision=" + precision +
+                         " --device cpu --set data.layout=segments --set data.max_length=12 --set train.precision=" + precision +
                          " --set data.validation_fraction=0.2 --set train.max_steps=300 --set train.eval_steps=300" +
                          " --set train.save_steps=300");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -16,9 +16,7 @@ namespace zoo::test {
 class TempDir {
  public:
   TempDir() {
-    // $TMPDIR or /tmp, as std::filesystem::temp_directory_path() would say. That function is
-    // not called: pip's LibTorch 2.x exports its own (pre-GCC 9 ABI) copy of it, which
-    // crashes code built with a newer GCC.
+    // $TMPDIR or /tmp, as std::filesystem::temp_directory_path() would say.
     const char* tmp = std::getenv("TMPDIR");
     std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/zoo-test-XXXXXX";
     if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");

@@ -148,6 +148,12 @@ message(STATUS "zoo: c10d Gloo: ${ZOO_WITH_GLOO}, NCCL: ${ZOO_WITH_NCCL}")
 # -Wall -Wextra report our code only.
 add_library(zoo_deps INTERFACE)
 add_library(zoo::deps ALIAS zoo_deps)
+# pip's LibTorch 2.x exports its own copies of libstdc++ functions built by an older GCC
+# (std::filesystem's remove_all, temp_directory_path, ...), which crash when code built by a
+# newer GCC calls them. Naming libstdc++ before LibTorch binds those calls to the system's.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  target_link_libraries(zoo_deps INTERFACE "-Wl,--push-state,--no-as-needed" stdc++ "-Wl,--pop-state")
+endif()
 target_link_libraries(zoo_deps INTERFACE ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json
   ZLIB::ZLIB ICU::uc ICU::i18n Threads::Threads)
 target_include_directories(zoo_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS} ${STB_INCLUDE_DIR})
