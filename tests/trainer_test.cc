@@ -415,6 +415,50 @@ TEST(Trainer, ThreadedAdamWIsLibTorchsAdamWBitForBit) {
   at::set_num_threads(saved_threads);
 }
 
+// On CUDA, ThreadedAdamW runs LibTorch's fused AdamW kernel (LibTorch 2.1+): the same
+// parameters and state as LibTorch's AdamW on the CPU, to rounding, with two groups and with
+// amsgrad; a parameter without a gradient is left alone.
+TEST(Trainer, ThreadedAdamWOnCudaAgreesWithLibTorchsAdamW) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a CUDA device";
+  torch::manual_seed(6);
+  const std::vector<torch::Tensor> init{torch::randn({40, 30}), torch::randn({30}), torch::randn({7, 5, 3}),
+                                        torch::randn({3})};
+  std::vector<std::vector<torch::Tensor>> grads;
+  for (int s = 0; s < 5; ++s) {
+    grads.emplace_back();
+    for (const auto& t : init) grads.back().push_back(torch::randn_like(t));
+  }
+  for (bool amsgrad : {false, true}) {
+    auto run = [&](torch::Device device) {
+      std::vector<torch::Tensor> params;
+      for (const auto& t : init) params.push_back(t.to(device).clone().requires_grad_());
+      std::vector<torch::optim::OptimizerParamGroup> groups;
+      auto base = torch::optim::AdamWOptions(0.01).betas({0.8, 0.95}).eps(1e-6).amsgrad(amsgrad);
+      groups.emplace_back(std::vector<torch::Tensor>{params[0], params[2]},
+                          std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(base).weight_decay(0.1)));
+      groups.emplace_back(std::vector<torch::Tensor>{params[1], params[3]},
+                          std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(base).weight_decay(0)));
+      std::unique_ptr<torch::optim::Optimizer> opt;
+      if (device.is_cuda()) opt = std::make_unique<ThreadedAdamW>(std::move(groups), base);
+      else opt = std::make_unique<torch::optim::AdamW>(std::move(groups), base);
+      for (const auto& step_grads : grads) {
+        for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = step_grads[i].to(device);
+        params[3].mutable_grad() = torch::Tensor();
+        opt->step();
+      }
+      std::vector<torch::Tensor> out;
+      for (const auto& p : params) out.push_back(p.detach().cpu());
+      return out;
+    };
+    const auto want = run(torch::kCPU), got = run(torch::Device(torch::kCUDA));
+    EXPECT_TRUE(torch::equal(got[3], init[3]));
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-5, 1e-6))
+          << "amsgrad " << amsgrad << ", parameter " << i << ": max |diff| " << (got[i] - want[i]).abs().max().item<double>();
+    EXPECT_FALSE(torch::allclose(want[0], init[0], 1e-3, 1e-3));
+  }
+}
+
 // Weight decay falls on matrices only, and not on those train.weight_decay_exclude names. With
 // zero gradients an AdamW step at lr 1 and decay 0.5 halves exactly the decayed tensors.
 TEST(Trainer, WeightDecayExcludeKeepsTheNamedParametersFreeOfDecay) {
