@@ -13,7 +13,7 @@
 #               (against the measured bf16 matmul peak), beside the same step of a nanoGPT-style
 #               eager PyTorch model (tools/bench/gpt_bench.py)
 #   gpt-recipe: gpt_train.log  tools/recipes/gpt_shakespeare_char.json on cuda in bf16, then zoo
-#               eval (nanoGPT: 1.4697); needs tiny Shakespeare in zoo's data home
+#               eval of the best checkpoint (nanoGPT: best 1.4697); needs tiny Shakespeare in zoo's data home
 #               (tools/fetch_data.sh tinyshakespeare, or ZOO_DATA_DIR)
 #   gpt-interop: gpt_interop.txt  a GPT trained by zoo on cuda, exported, loaded by transformers:
 #               the same validation loss as zoo eval; a transformers GPT2LMHeadModel

@@ -22,7 +22,11 @@ if want gpt-recipe; then
     --set train.precision=bf16 >"$OUT_DIR/gpt_train.log" 2>&1 || status=1
   echo "train wall seconds: $(($(date +%s) - start))" | tee -a "$OUT_DIR/gpt_train.log"
   grep "^eval" "$OUT_DIR/gpt_train.log" || tail -5 "$OUT_DIR/gpt_train.log"
-  "$ZOO" eval --checkpoint "$RUNS/gpt/checkpoint-5000" --device cuda | tee -a "$OUT_DIR/gpt_train.log" || status=1
+  # nanoGPT's figure is its best validation loss: zoo eval of the run's best checkpoint.
+  best=$(sed -n 's/^done: .* best (loss=[0-9.]*) \(.*\)$/\1/p' "$OUT_DIR/gpt_train.log")
+  echo "best checkpoint: ${best:-none}"
+  "$ZOO" eval --checkpoint "${best:-$RUNS/gpt/checkpoint-5000}" --device cuda | tee -a "$OUT_DIR/gpt_train.log" ||
+    status=1
 fi
 
 if want gpt-interop; then
