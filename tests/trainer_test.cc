@@ -415,6 +415,37 @@ TEST(Trainer, ThreadedAdamWIsLibTorchsAdamWBitForBit) {
   at::set_num_threads(saved_threads);
 }
 
+// Gradient clipping in multi-tensor launches (zoo train's on accelerators) scales as
+// LibTorch's clip_grad_norm_ does and returns the same norm, clipping or not; parameters
+// without a gradient are skipped.
+TEST(Trainer, ForeachGradientClippingIsLibTorchs) {
+  torch::manual_seed(7);
+  const std::vector<torch::Tensor> grads{torch::randn({40, 30}), torch::randn({30}), torch::randn({7, 5, 3})};
+  for (double max_norm : {1.0, 1e3}) {
+    auto params = [&] {
+      std::vector<torch::Tensor> ps;
+      for (const auto& g : grads) {
+        ps.push_back(torch::zeros_like(g).requires_grad_());
+        ps.back().mutable_grad() = g.clone();
+      }
+      ps.push_back(torch::zeros({4}).requires_grad_());  // no gradient
+      return ps;
+    };
+    auto want = params(), got = params();
+    const double want_norm = torch::nn::utils::clip_grad_norm_(want, max_norm);
+    const double got_norm = clip_grad_norm_foreach(got, max_norm);
+    EXPECT_NEAR(got_norm, want_norm, 1e-5 * want_norm) << max_norm;
+    EXPECT_NEAR(got_norm, torch::cat({grads[0].flatten(), grads[1], grads[2].flatten()}).norm().item<double>(),
+                1e-4);
+    for (size_t i = 0; i < grads.size(); ++i)
+      EXPECT_TRUE(torch::allclose(got[i].grad(), want[i].grad(), 1e-6, 1e-7)) << max_norm << " " << i;
+    EXPECT_FALSE(got[3].grad().defined());
+    const double after = torch::cat({got[0].grad().flatten(), got[1].grad(), got[2].grad().flatten()}).norm().item<double>();
+    if (max_norm == 1.0) EXPECT_NEAR(after, 1.0, 1e-5);  // clipped
+    else EXPECT_TRUE(torch::equal(got[0].grad(), grads[0]));  // left alone
+  }
+}
+
 // On CUDA, ThreadedAdamW runs LibTorch's fused AdamW kernel (LibTorch 2.1+): the same
 // parameters and state as LibTorch's AdamW on the CPU, to rounding, with two groups and with
 // amsgrad; a parameter without a gradient is left alone.

@@ -122,6 +122,26 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model
   return std::make_unique<torch::optim::SGD>(groups, sgd);
 }
 
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  for (const auto& p : params)
+    if (p.grad().defined())
+      return p.grad().is_cpu() ? torch::nn::utils::clip_grad_norm_(params, max_norm)
+                               : clip_grad_norm_foreach(params, max_norm);
+  return 0.0;
+}
+
+double clip_grad_norm_foreach(const std::vector<torch::Tensor>& params, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return 0.0;
+  const double norm = torch::stack(torch::_foreach_norm(grads, 2)).norm().item<double>();
+  const double coef = max_norm / (norm + 1e-6);  // as LibTorch's
+  if (coef < 1) torch::_foreach_mul_(grads, coef);
+  return norm;
+}
+
 torch::Tensor ThreadedAdamW::step(LossClosure closure) {
   torch::NoGradGuard no_grad;
   torch::Tensor loss;

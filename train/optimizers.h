@@ -13,6 +13,14 @@ namespace zoo {
 /// Hugging Face and nanoGPT do, and none on the parameters train.weight_decay_exclude names.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model, const TrainOptions& o);
 
+/// Scales the gradients of `params` so that their global L2 norm is at most `max_norm` and
+/// returns the norm before scaling, as torch::nn::utils::clip_grad_norm_ (which it calls on
+/// the CPU). On an accelerator: clip_grad_norm_foreach.
+double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
+
+/// The same in a few multi-tensor launches (LibTorch's takes two per parameter), to rounding.
+double clip_grad_norm_foreach(const std::vector<torch::Tensor>& params, double max_norm);
+
 /// torch::optim::AdamW with the same state (so optimizer.pt is interchangeable) and the same
 /// arithmetic per parameter, bit for bit, but the parameters are shared out among the CPU
 /// cores by size and updated at once. LibTorch updates one parameter after the other, and a

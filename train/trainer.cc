@@ -296,7 +296,7 @@ TrainResult Trainer::run() {
     if (args_.hooks.after_backward) args_.hooks.after_backward(params_);
     const bool interrupted = reduce_step(&loss, &examples, stop_requested().load());
     double grad_norm = NAN;
-    if (o_.max_grad_norm > 0) grad_norm = torch::nn::utils::clip_grad_norm_(params_, o_.max_grad_norm);
+    if (o_.max_grad_norm > 0) grad_norm = clip_grad_norm(params_, o_.max_grad_norm);
     const double lr = o_.learning_rate * lr_factor(o_.lr_scheduler_type, state_.step, warmup_, total_steps_, o_.min_lr_rate);
     for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
     optimizer_->step();

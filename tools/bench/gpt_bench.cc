@@ -92,7 +92,7 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
         },
         zoo::Batch{{x, y}, s.batch, 0}, 1.0, s.shards, model->parameters(), {},
         /*onednn=*/s.bf16 && s.device.is_cpu());
-    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    zoo::clip_grad_norm(model->parameters(), 1.0);  // as zoo train
     opt.step();
     sync(s.device);
     if (i >= s.warmup) times.push_back(seconds_since(t0));
