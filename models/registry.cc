@@ -491,7 +491,8 @@ void tensors_to_file(const std::string& model_type, TensorMap& tensors) {
 }
 
 json to_hf_config(const json& model, const std::string& task) {
-  const ModelEntry& entry = model_entry(model.at("model_type"));
+  const std::string type = model.at("model_type");  // named: a temporary would make GCC 13 warn
+  const ModelEntry& entry = model_entry(type);
   const std::string name = task.empty() ? entry.default_task : task;
   auto it = entry.architectures.find(name);
   if (it == entry.architectures.end())

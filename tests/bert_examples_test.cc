@@ -72,11 +72,19 @@ TEST(BertExamples, ItemsAreClsSentenceSepClsSentenceWithMasksOnlyOnWords) {
     EXPECT_EQ(in[L + 1], BertVocab::kCls);
     next += ex.is_next[i];
     for (int64_t p = 0; p < W; ++p) {
-      if (!m[p]) EXPECT_EQ(in[p], orig[p]) << "item " << i << " position " << p;
-      if (m[p]) EXPECT_GE(orig[p], BertVocab::kMask + 1) << "only words are selected";
-      if (orig[p] == BertVocab::kPad) EXPECT_EQ(in[p], BertVocab::kPad);
+      if (!m[p]) {
+        EXPECT_EQ(in[p], orig[p]) << "item " << i << " position " << p;
+      }
+      if (m[p]) {
+        EXPECT_GE(orig[p], BertVocab::kMask + 1) << "only words are selected";
+      }
+      if (orig[p] == BertVocab::kPad) {
+        EXPECT_EQ(in[p], BertVocab::kPad);
+      }
     }
-    if (i % 2 == 0) EXPECT_EQ(ex.is_next[i], 1);  // true item first, then its false one
+    if (i % 2 == 0) {
+      EXPECT_EQ(ex.is_next[i], 1);  // true item first, then its false one
+    }
   }
   EXPECT_EQ(2 * next, ex.size());
   // Deterministic per seed, different across seeds.
@@ -179,7 +187,9 @@ TEST(BertExamples, SegmentsAreConsecutiveWindowsOfAReview) {
   o.mask_probability = 0.15;  // masking draws within A and within B only
   const BertExamples masked = build_bert_examples(texts, o);
   for (size_t p = 0; p < masked.masked.size(); ++p)
-    if (masked.masked[p]) EXPECT_GE(masked.original[p], BertVocab::kMask + 1) << p;
+    if (masked.masked[p]) {
+      EXPECT_GE(masked.original[p], BertVocab::kMask + 1) << p;
+    }
   o.max_length = 4;
   EXPECT_THROW(build_bert_examples(texts, o), Error);
 }

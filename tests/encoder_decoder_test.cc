@@ -198,7 +198,8 @@ TEST(EncoderDecoderRegistry, RefusesOtherModelTypesAndIncompleteSections) {
 // The task table names the model types translation trains; each must be an encoder-decoder,
 // since the task builds them with build_encoder_decoder().
 TEST(EncoderDecoderRegistry, TranslationTrainsOnlyEncoderDecoders) {
-  const TaskEntry& translation = task_entry("translation");
+  const std::string name = "translation";
+  const TaskEntry& translation = task_entry(name);
   ASSERT_FALSE(translation.model_types.empty());
   for (const auto& type : translation.model_types) {
     EXPECT_TRUE(models::model_entry(type).is_encoder_decoder) << type;

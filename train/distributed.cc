@@ -37,7 +37,7 @@ std::vector<std::string> distributed_backends() {
 
 namespace {
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+[[maybe_unused]] std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 std::string resolve_backend(const std::string& asked, const torch::Device& device, const LaunchEnv& env) {
   const std::string backend = asked == "auto" ? (device.is_cuda() ? "nccl" : "gloo") : asked;
