@@ -13,6 +13,8 @@
 //     speed-up and whether the outputs are the same.
 //   zoo_bench_gpt --layers 4 --heads 4 --embd 128 --block 64 --vocab 65 --batch 12 --threads 2
 //   ZOO_BENCH_PROFILE=FILE: a Chrome trace of the timed training steps (chrome://tracing).
+//   ZOO_BENCH_PHASES=1: also the median time of each phase (forward with the loss, backward,
+//   clipping, AdamW), the device synchronised between them (GPU time per phase on CUDA).
 #include <chrono>
 #include <iostream>
 
@@ -76,28 +78,53 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   const int64_t t = o.n_positions;
   auto ids = torch::randint(0, o.vocab_size, {s.batch, t + 1}, torch::kLong).to(s.device);
   auto x = ids.narrow(1, 0, t).contiguous(), y = ids.narrow(1, 1, t).contiguous();
-  std::vector<double> times;
+  auto loss_of = [&](const zoo::Batch& b) {
+    zoo::AutocastGuard autocast(s.bf16, s.device);  // the forward pass, as zoo train
+    auto logits = model->forward(b.tensors[0]).to(torch::kFloat);
+    return torch::nn::functional::cross_entropy(logits.flatten(0, 1), b.tensors[1].flatten());
+  };
+  // ZOO_BENCH_PHASES=1: the device is also synchronised between forward, backward, clipping
+  // and AdamW, and each phase's median is printed (one slice: --shards 1).
+  const bool phases = std::getenv("ZOO_BENCH_PHASES") != nullptr;
+  if (phases && s.shards != 1) throw zoo::Error("ZOO_BENCH_PHASES needs --shards 1");
+  std::vector<double> times, phase_times[4];
+  auto lap = [&](std::chrono::steady_clock::time_point& t, int phase, bool timed) {
+    sync(s.device);
+    if (timed) phase_times[phase].push_back(seconds_since(t));
+    t = std::chrono::steady_clock::now();
+  };
   std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
   for (int64_t i = 0; i < s.warmup + s.steps; ++i) {
     if (i == s.warmup && std::getenv("ZOO_BENCH_PROFILE"))
       profile = std::make_unique<torch::autograd::profiler::RecordProfile>(std::getenv("ZOO_BENCH_PROFILE"));
     sync(s.device);
     const auto t0 = std::chrono::steady_clock::now();
+    auto t = t0;
     opt.zero_grad();
-    zoo::forward_backward(
-        [&](const zoo::Batch& b) {
-          zoo::AutocastGuard autocast(s.bf16, s.device);  // the forward pass, as zoo train
-          auto logits = model->forward(b.tensors[0]).to(torch::kFloat);
-          return torch::nn::functional::cross_entropy(logits.flatten(0, 1), b.tensors[1].flatten());
-        },
-        zoo::Batch{{x, y}, s.batch, 0}, 1.0, s.shards, model->parameters(), {},
-        /*onednn=*/s.bf16 && s.device.is_cpu());
+    if (phases) {
+      auto loss = loss_of(zoo::Batch{{x, y}, s.batch, 0});
+      lap(t, 0, i >= s.warmup);
+      loss.backward();
+      lap(t, 1, i >= s.warmup);
+    } else {
+      zoo::forward_backward(loss_of, zoo::Batch{{x, y}, s.batch, 0}, 1.0, s.shards, model->parameters(), {},
+                            /*onednn=*/s.bf16 && s.device.is_cpu());
+    }
     zoo::clip_grad_norm(model->parameters(), 1.0);  // as zoo train
+    if (phases) lap(t, 2, i >= s.warmup);
     opt.step();
+    if (phases) lap(t, 3, i >= s.warmup);
     sync(s.device);
     if (i >= s.warmup) times.push_back(seconds_since(t0));
   }
   profile.reset();
+  std::string phase_json;
+  if (phases) {
+    const char* names[] = {"forward", "backward", "clip", "optimizer"};
+    for (int k = 0; k < 4; ++k)
+      phase_json += zoo::cat(k ? "," : ",\"phase_ms\":{", "\"", names[k], "\":", 1000 * median(phase_times[k]));
+    phase_json += "}";
+  }
   int64_t n = 0;  // parameters without the position table (Kaplan et al.'s N)
   for (const auto& p : model->named_parameters())
     if (p.key() != "transformer.wpe.weight") n += p.value().numel();
@@ -110,7 +137,7 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
             << ",\"batch\":" << s.batch << ",\"median_step_ms\":" << 1000 * step
             << ",\"tokens_per_s\":" << tokens / step
             << ",\"model_gflop_per_step\":" << flops / 1e9 << ",\"matmul_peak_gflops\":" << peak / 1e9
-            << ",\"mfu\":" << flops / step / peak << "}" << std::endl;
+            << ",\"mfu\":" << flops / step / peak << phase_json << "}" << std::endl;
   return 0;
 }
 

@@ -98,7 +98,19 @@ opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1, **({"fuse
 autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
 ids = torch.randint(0, a.vocab, (a.batch, a.block + 1)).to(device)
 x, y = ids[:, :-1].contiguous(), ids[:, 1:].contiguous()
-times = []
+times, phases = [], {"forward": [], "backward": [], "clip": [], "optimizer": []}
+timed_phases = bool(os.environ.get("ZOO_BENCH_PHASES"))  # as zoo_bench_gpt: sync between phases
+
+
+def lap(name, t, timed):
+    if not timed_phases:
+        return t
+    sync()
+    if timed:
+        phases[name].append(time.perf_counter() - t)
+    return time.perf_counter()
+
+
 profile = None
 for i in range(a.warmup + a.steps):
     if i == a.warmup and os.environ.get("ZOO_BENCH_PROFILE"):  # a Chrome trace of the timed steps
@@ -106,13 +118,18 @@ for i in range(a.warmup + a.steps):
         profile.__enter__()
     sync()
     t0 = time.perf_counter()
+    timed = i >= a.warmup
     opt.zero_grad(set_to_none=True)
     with autocast:
         logits = model(x)
     loss = F.cross_entropy(logits.float().view(-1, a.vocab), y.view(-1))
+    t = lap("forward", t0, timed)
     loss.backward()
+    t = lap("backward", t, timed)
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    t = lap("clip", t, timed)
     opt.step()
+    lap("optimizer", t, timed)
     sync()
     if i >= a.warmup:
         times.append(time.perf_counter() - t0)
@@ -120,6 +137,9 @@ if profile:
     profile.__exit__(None, None, None)
     profile.export_chrome_trace(os.environ["ZOO_BENCH_PROFILE"])
 times.sort()
-print(json.dumps({"impl": "PyTorch (Python)", "device": str(device), "precision": a.precision,
-                  "threads": torch.get_num_threads(), "batch": a.batch, "fused_adamw": fused,
-                  "median_step_ms": 1000 * times[len(times) // 2], "mean_step_ms": 1000 * sum(times) / len(times)}))
+result = {"impl": "PyTorch (Python)", "device": str(device), "precision": a.precision,
+          "threads": torch.get_num_threads(), "batch": a.batch, "fused_adamw": fused,
+          "median_step_ms": 1000 * times[len(times) // 2], "mean_step_ms": 1000 * sum(times) / len(times)}
+if timed_phases:
+    result["phase_ms"] = {k: 1000 * sorted(v)[len(v) // 2] for k, v in phases.items()}
+print(json.dumps(result))
