@@ -20,8 +20,8 @@
 #               (save_pretrained) generates the same greedy text in zoo, and zoo fine-tunes it
 #               (train.init_from) into an export transformers loads, again with zoo eval's loss
 #
-#   tools/check_gpu.sh [--parts LIST] [--deps PREFIX] [--data DIR] [--out OUT_DIR] [--steps N]
-#                      [--skip-tests]
+#   tools/check_gpu.sh [--parts LIST] [--deps PREFIX | --debs DIR] [--data DIR] [--out OUT_DIR]
+#                      [--steps N] [--skip-tests]
 #
 # --parts: a comma-separated subset of tests,vit,gpt-bench,gpt-recipe,gpt-interop (default:
 # all; `build` alone: only the build), so that a machine lent for minutes at a time runs them
@@ -30,22 +30,25 @@
 # --deps PREFIX: a prefix with the build dependencies unpacked (for a machine without apt:
 # `dpkg -x` of Debian's libsentencepiece-dev, libsentencepiece0, libprotobuf-lite32,
 # nlohmann-json3-dev, libcli11-dev, libgtest-dev, libstb-dev, libicu-dev, libicu72,
-# zlib1g-dev). --data: the Fashion-MNIST IDX folder (default: Debian's). --steps: the ViT runs'
-# steps. --skip-tests: leave out the tests part.
+# zlib1g-dev). --debs DIR: those packages' .deb files (`apt-get download` them into DIR on a
+# Debian 12 machine and bring DIR along), unpacked here into a temporary --deps prefix.
+# --data: the Fashion-MNIST IDX folder (default: Debian's). --steps: the ViT runs' steps.
+# --skip-tests: leave out the tests part.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-DEPS="" DATA=/usr/share/datasets/fashion-mnist OUT_DIR=gpu-check STEPS=600
+DEPS="" DEBS="" DATA=/usr/share/datasets/fashion-mnist OUT_DIR=gpu-check STEPS=600
 PARTS=tests,vit,gpt-bench,gpt-recipe,gpt-interop
 while [ $# -gt 0 ]; do
   case "$1" in
     --parts) PARTS=$2; shift 2 ;;
     --deps) DEPS=$(realpath "$2"); shift 2 ;;
+    --debs) DEBS=$(realpath "$2"); shift 2 ;;
     --data) DATA=$(realpath "$2"); shift 2 ;;
     --out) OUT_DIR=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
     --skip-tests) PARTS=$(echo ",$PARTS," | sed 's/,tests,/,/; s/^,//; s/,$//'); shift ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "check_gpu.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -63,6 +66,11 @@ PY=$(command -v python3)
 TORCH_PREFIX=$("$PY" -c 'import torch;print(torch.utils.cmake_prefix_path)') || {
   echo "check_gpu.sh: python3 has no torch" >&2; exit 1; }
 PREFIX_PATH="$TORCH_PREFIX"
+if [ -n "$DEBS" ]; then
+  ls "$DEBS"/*.deb >/dev/null 2>&1 || { echo "check_gpu.sh: no .deb files in $DEBS" >&2; exit 2; }
+  DEPS=$(mktemp -d /tmp/zoo-deps-XXXXXX)
+  for deb in "$DEBS"/*.deb; do dpkg -x "$deb" "$DEPS" || { echo "check_gpu.sh: cannot unpack $deb" >&2; exit 2; }; done
+fi
 if [ -n "$DEPS" ]; then
   PREFIX_PATH="$TORCH_PREFIX;$DEPS/usr"
   # Debian's .pc files say prefix=/usr; point them at the unpacked copy.
