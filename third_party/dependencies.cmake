@@ -150,8 +150,10 @@ add_library(zoo_deps INTERFACE)
 add_library(zoo::deps ALIAS zoo_deps)
 # pip's LibTorch 2.x exports its own copies of libstdc++ functions built by an older GCC
 # (std::filesystem's remove_all, temp_directory_path, ...), which crash when code built by a
-# newer GCC calls them. Naming libstdc++ before LibTorch binds those calls to the system's.
-if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
+# newer GCC calls them. Naming libstdc++ before LibTorch binds those calls to the system's
+# (Linux, with GCC or with Clang on libstdc++).
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang"
+   AND NOT CMAKE_CXX_FLAGS MATCHES "-stdlib=libc\\+\\+")
   target_link_libraries(zoo_deps INTERFACE "-Wl,--push-state,--no-as-needed" stdc++ "-Wl,--pop-state")
 endif()
 target_link_libraries(zoo_deps INTERFACE ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json
