@@ -1,5 +1,6 @@
 #pragma once
-// The optimizers of train.optim, with weight decay only on matrices, and ThreadedAdamW.
+// The update step: the optimizers of train.optim (weight decay only on matrices),
+// ThreadedAdamW, and gradient clipping.
 #include <memory>
 
 #include <torch/torch.h>
@@ -25,7 +26,8 @@ double clip_grad_norm_foreach(const std::vector<torch::Tensor>& params, double m
 /// arithmetic per parameter, bit for bit, but the parameters are shared out among the CPU
 /// cores by size and updated at once. LibTorch updates one parameter after the other, and a
 /// small model's tensors are too small for its per-operation threading, so the other cores
-/// would idle through the update.
+/// would idle through the update. On CUDA with LibTorch 2.1+ it runs LibTorch's fused AdamW
+/// kernel instead (same state, the same arithmetic to rounding).
 class ThreadedAdamW : public torch::optim::AdamW {
  public:
   using torch::optim::AdamW::AdamW;
