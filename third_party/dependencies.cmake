@@ -136,13 +136,24 @@ if(ZOO_C10D_DIR AND ZOO_GLOO_INCLUDE_DIR)
   set(ZOO_WITH_GLOO 1)
   find_library(ZOO_GLOO_LIBRARY gloo)
   if(ZOO_WITH_CUDA)
-    find_path(ZOO_NCCL_INCLUDE_DIR nccl.h HINTS ${TORCH_INCLUDE_DIRS} ${CUDAToolkit_INCLUDE_DIRS})
+    # pip's torch takes nccl.h from the nvidia-nccl wheel beside it (site-packages/nvidia/...).
+    find_path(ZOO_NCCL_INCLUDE_DIR nccl.h HINTS ${TORCH_INCLUDE_DIRS} ${CUDAToolkit_INCLUDE_DIRS}
+              "${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include" "${TORCH_INSTALL_PREFIX}/../nvidia/cu13/include"
+              "${TORCH_INSTALL_PREFIX}/../nvidia/cu12/include")
     if(ZOO_NCCL_INCLUDE_DIR AND EXISTS "${ZOO_C10D_DIR}/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp")
       set(ZOO_WITH_NCCL 1)
     endif()
   endif()
 endif()
-message(STATUS "zoo: c10d Gloo: ${ZOO_WITH_GLOO}, NCCL: ${ZOO_WITH_NCCL}")
+set(_c10d_why "")
+if(NOT ZOO_C10D_DIR)
+  set(_c10d_why " (no torch/csrc/distributed/c10d/ProcessGroupGloo.hpp in LibTorch's include path)")
+elseif(NOT ZOO_GLOO_INCLUDE_DIR)
+  set(_c10d_why " (no gloo/algorithm.h: install libgloo-dev, or pass its prefix in CMAKE_PREFIX_PATH)")
+elseif(ZOO_WITH_CUDA AND NOT ZOO_WITH_NCCL)
+  set(_c10d_why " (NCCL: no nccl.h found, or no ProcessGroupNCCL.hpp)")
+endif()
+message(STATUS "zoo: c10d Gloo: ${ZOO_WITH_GLOO}, NCCL: ${ZOO_WITH_NCCL}${_c10d_why}")
 
 # One interface target for the core library. Dependency headers are SYSTEM so that
 # -Wall -Wextra report our code only.
