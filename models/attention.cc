@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "models/kernels/attention.h"
+#include "models/kernels/linear.h"
 #include "models/module_path.h"
 
 namespace zoo::models {
@@ -98,7 +99,7 @@ double lowest(torch::Dtype dtype) {
 torch::Tensor linear_rows(const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
                           const std::vector<torch::Tensor>& biases) {
   const bool bias = !biases.empty() && biases.front().defined();
-  return torch::nn::functional::linear(x, join_rows(weights), bias ? join_rows(biases) : torch::Tensor());
+  return linear(x, join_rows(weights), bias ? join_rows(biases) : torch::Tensor());
 }
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& o) : options(o) {
@@ -149,7 +150,7 @@ void MultiHeadAttentionImpl::pretty_print(std::ostream& stream) const {
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const AttentionMask& mask, KVCache* cache) {
   const int64_t heads = options.num_heads();
-  const auto projected = qkv ? qkv(x).chunk(3, -1)
+  const auto projected = qkv ? linear(x, qkv).chunk(3, -1)
                             : linear_rows(x, {query->weight, key->weight, value->weight},
                                           {query->bias, key->bias, value->bias})
                                   .chunk(3, -1);  // 3 x (B, T, H)
@@ -162,14 +163,14 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
     cache->key = k;
     cache->value = v;
   }
-  return output(merge_heads(attend(q, k, v, mask, options.causal())));
+  return linear(merge_heads(attend(q, k, v, mask, options.causal())), output);
 }
 
 torch::Tensor MultiHeadAttentionImpl::cross(const torch::Tensor& x, const torch::Tensor& memory,
                                             const AttentionMask& mask, KVCache* cache) {
   TORCH_CHECK(!qkv, "cross-attention needs separate query/key/value projections (fused_qkv_name is set)");
   const int64_t heads = options.num_heads();
-  auto q = split_heads(query(x), heads);
+  auto q = split_heads(linear(x, query), heads);
   torch::Tensor k, v;
   if (cache && !cache->empty()) {
     k = cache->key;
@@ -184,7 +185,7 @@ torch::Tensor MultiHeadAttentionImpl::cross(const torch::Tensor& x, const torch:
       cache->value = v;
     }
   }
-  return output(merge_heads(attend(q, k, v, mask, /*causal=*/false)));
+  return linear(merge_heads(attend(q, k, v, mask, /*causal=*/false)), output);
 }
 
 // Folds the masks into what the kernel takes: one additive mask and its causal flag. The

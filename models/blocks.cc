@@ -4,6 +4,7 @@
 
 #include "models/kernels/dropout.h"
 #include "models/kernels/gelu.h"
+#include "models/kernels/linear.h"
 #include "models/module_path.h"
 
 namespace zoo::models {
@@ -21,8 +22,8 @@ FeedForward::FeedForward(torch::nn::Module& owner, const FeedForwardOptions& o) 
 }
 
 torch::Tensor FeedForward::operator()(const torch::Tensor& x) {
-  auto h = dropout_if_training(activation(options.activation(), fc1(x)), options.activation_dropout(), *fc1);  // (B, T, I)
-  return dropout_if_training(fc2(h), options.dropout(), *fc2);
+  auto h = dropout_if_training(activation(options.activation(), linear(x, fc1)), options.activation_dropout(), *fc1);  // (B, T, I)
+  return dropout_if_training(linear(h, fc2), options.dropout(), *fc2);
 }
 
 Residual::Residual(torch::nn::Module& owner, const ResidualOptions& o) : options(o) {
