@@ -413,14 +413,16 @@ TEST(Names, EachFamilyKeepsItsHuggingFaceNames) {
 // The dropout kernel: the share kept, the scale, neighbouring elements drawn independently,
 // evaluation and p = 0 as the identity, in fp32 and bf16.
 // The linear kernel is x W^T + b with its gradients, with and without a bias, for 2-D and
-// 3-D inputs, in fp32 and bf16; on CUDA (where it takes ATen's linear) the same as on the CPU.
+// 3-D inputs and single rows (a matrix-vector product on the CPU), in fp32 and bf16; on CUDA
+// (where it takes ATen's linear) the same as on the CPU.
 TEST(Linear, IsXWtPlusBWithGradientsOnEveryDevice) {
   torch::manual_seed(8);
   std::vector<torch::Device> devices{torch::kCPU};
   if (torch::cuda::is_available()) devices.emplace_back(torch::kCUDA);
   for (auto dtype : {torch::kFloat, torch::kBFloat16})
     for (bool with_bias : {true, false})
-      for (auto shape : {std::vector<int64_t>{5, 12}, std::vector<int64_t>{3, 5, 12}}) {
+      for (auto shape : {std::vector<int64_t>{5, 12}, std::vector<int64_t>{3, 5, 12}, std::vector<int64_t>{1, 12},
+                         std::vector<int64_t>{1, 1, 12}, std::vector<int64_t>{12}}) {
         const auto x0 = torch::randn(shape), w0 = torch::randn({7, 12}), b0 = torch::randn({7});
         auto want = x0.matmul(w0.t());
         if (with_bias) want = want + b0;

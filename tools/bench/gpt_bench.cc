@@ -12,7 +12,8 @@
 //     with the key/value cache and recomputing the prefix every step; prints both times, the
 //     speed-up and whether the outputs are the same.
 //   zoo_bench_gpt --layers 4 --heads 4 --embd 128 --block 64 --vocab 65 --batch 12 --threads 2
-//   ZOO_BENCH_PROFILE=FILE: a Chrome trace of the timed training steps (chrome://tracing).
+//   ZOO_BENCH_PROFILE=FILE: a Chrome trace of the timed training steps, or of the cached
+//   generation (chrome://tracing).
 //   ZOO_BENCH_PHASES=1: also the median time of each phase (forward with the loss, backward,
 //   clipping, AdamW), the device synchronised between them (GPU time per phase on CUDA).
 #include <chrono>
@@ -157,6 +158,9 @@ int generate_mode(zoo::models::GPT2Options o, int64_t prompt_len, int64_t new_to
   double secs[2];
   for (int cached = 1; cached >= 0; --cached) {
     zoo::models::GPT2Decoder decoder(model, cached == 1);
+    std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;  // of the cached pass
+    if (cached && std::getenv("ZOO_BENCH_PROFILE"))
+      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(std::getenv("ZOO_BENCH_PROFILE"));
     const auto t0 = std::chrono::steady_clock::now();
     outputs[cached] = zoo::models::greedy_decode(decoder, decoder.start(prompt), g)[0].tokens;
     secs[cached] = seconds_since(t0);
