@@ -30,35 +30,51 @@ models::ViTOptions tiny() {
   return o;
 }
 
-// The attention every model uses against the plain-ops reference, forward and all three
-// input gradients, with a padding mask and with the causal mask, on 1 and 2 threads (the
-// LibTorch 1.x CPU kernel gives each thread its own slice of the batch x head matrices).
+// The attention every model uses (the kernel, and attention_math, the plain-ops path that
+// bf16 and dropout take) against the formula written out, forward and all three input
+// gradients: no mask, a padding mask, the causal mask with and without it, and a shared
+// (tq, tk) mask with and without the causal one; on 1 and 2 threads (the LibTorch 1.x CPU
+// kernel gives each thread its own slice of the batch x head matrices).
 TEST(Attention, MatchesTheReferenceForwardAndBackwardOnEveryThreadCount) {
   const int saved_threads = at::get_num_threads();
   torch::manual_seed(7);
   auto mask = torch::zeros({3, 1, 1, 6});
   mask.index_put_({1, 0, 0, torch::indexing::Slice(4)}, -std::numeric_limits<float>::infinity());
+  const auto shared = torch::randn({6, 6});
   struct Case { int64_t tq; torch::Tensor mask; bool causal; };
-  for (const auto& c : {Case{5, torch::Tensor(), false}, Case{5, mask, false}, Case{6, mask, true}}) {
+  for (const auto& c : {Case{5, torch::Tensor(), false}, Case{5, mask, false}, Case{6, mask, true},
+                        Case{6, torch::Tensor(), true}, Case{6, shared, false}, Case{6, shared, true}}) {
     auto q0 = torch::randn({3, 2, c.tq, 4}), k0 = torch::randn({3, 2, 6, 4}), v0 = torch::randn({3, 2, 6, 5});
     auto go = torch::randn({3, 2, c.tq, 5});
-    auto run = [&](bool reference) {
+    auto formula = [&](const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+      auto scores = torch::matmul(q, k.transpose(-2, -1)) / 2.0;  // sqrt(d), d = 4
+      if (c.mask.defined()) scores = scores + c.mask;
+      if (c.causal)
+        scores = torch::where(torch::ones({c.tq, 6}, torch::kBool).tril(), scores,
+                              torch::full({}, -std::numeric_limits<float>::infinity()));
+      return torch::matmul(torch::softmax(scores, -1), v);
+    };
+    auto run = [&](int which) {  // 0: the formula, 1: attention_math, 2: the kernel
       auto q = q0.clone().requires_grad_(), k = k0.clone().requires_grad_(), v = v0.clone().requires_grad_();
-      auto out = reference ? models::attention_math(q, k, v, c.mask, 0.0, c.causal)
-                           : models::scaled_dot_product_attention(q, k, v, c.mask, 0.0, true, c.causal);
+      auto out = which == 0   ? formula(q, k, v)
+                 : which == 1 ? models::attention_math(q, k, v, c.mask, 0.0, c.causal)
+                              : models::scaled_dot_product_attention(q, k, v, c.mask, 0.0, true, c.causal);
       out.backward(go);
       return std::vector<torch::Tensor>{out.detach(), q.grad(), k.grad(), v.grad()};
     };
-    const auto ref = run(true);
+    const auto ref = run(0);
     for (int threads : {1, 2}) {
       at::set_num_threads(threads);
-      const auto got = run(false);
-      const char* names[] = {"output", "dq", "dk", "dv"};
-      for (size_t i = 0; i < ref.size(); ++i) {
-        ASSERT_TRUE(got[i].defined()) << names[i];
-        EXPECT_TRUE(torch::allclose(got[i], ref[i], 1e-5, 1e-5))
-            << names[i] << " differs on " << threads << " threads (tq " << c.tq << ", causal " << c.causal
-            << "): max |diff| " << (got[i] - ref[i]).abs().max().item<double>();
+      for (int which : {1, 2}) {
+        const auto got = run(which);
+        const char* names[] = {"output", "dq", "dk", "dv"};
+        for (size_t i = 0; i < ref.size(); ++i) {
+          ASSERT_TRUE(got[i].defined()) << names[i];
+          EXPECT_TRUE(torch::allclose(got[i], ref[i], 1e-5, 1e-5))
+              << (which == 1 ? "attention_math: " : "kernel: ") << names[i] << " differs on " << threads
+              << " threads (tq " << c.tq << ", causal " << c.causal << ", mask dims "
+              << (c.mask.defined() ? c.mask.dim() : 0) << "): max |diff| " << (got[i] - ref[i]).abs().max().item<double>();
+        }
       }
     }
   }

@@ -14,14 +14,32 @@ namespace zoo::models {
 
 torch::Tensor attention_math(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& mask, double p, bool causal) {
-  const int64_t tq = q.size(-2), tk = k.size(-2);
+  const int64_t tq = q.size(-2), tk = k.size(-2), d = q.size(-1);
   // Scale q rather than the (T x T) scores: fewer multiplications, same result.
-  auto scores = torch::matmul(q * (1.0 / std::sqrt(static_cast<double>(q.size(-1)))), k.transpose(-2, -1));
-  if (causal) {
-    auto keep = torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).tril();
-    scores = scores.masked_fill(keep.logical_not(), -std::numeric_limits<float>::infinity());
+  const auto qs = q * (1.0 / std::sqrt(static_cast<double>(d)));
+  torch::Tensor scores;
+  if (mask.defined() && mask.dim() > 2) {  // a mask per example (padding): added to the scores
+    scores = torch::matmul(qs, k.transpose(-2, -1));
+    if (causal) {
+      auto future = torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+      scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+    }
+    scores = scores + mask;
+  } else {
+    // One (tq, tk) additive mask for every example (the causal part, a shared mask): the
+    // batched product starts from it (baddbmm), instead of a pass of its own over the scores
+    // forward and backward.
+    torch::Tensor additive;
+    if (causal) {
+      auto future = torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
+      additive = torch::zeros({tq, tk}, qs.options()).masked_fill_(future, -std::numeric_limits<float>::infinity());
+    }
+    if (mask.defined()) additive = additive.defined() ? additive + mask.to(qs.scalar_type()) : mask.to(qs.scalar_type());
+    auto batch = q.sizes().vec();
+    batch.back() = tk;
+    auto q3 = qs.reshape({-1, tq, d}), kt = k.reshape({-1, tk, d}).transpose(1, 2);
+    scores = (additive.defined() ? torch::baddbmm(additive, q3, kt) : torch::bmm(q3, kt)).view(batch);
   }
-  if (mask.defined()) scores = scores + mask;
   auto weights = torch::softmax(scores, -1);
   weights = apply_dropout(weights, p, /*training=*/true);
   return torch::matmul(weights, v);
