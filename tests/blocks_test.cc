@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include "models/attention.h"
@@ -446,6 +447,45 @@ TEST(Linear, IsXWtPlusBWithGradientsOnEveryDevice) {
           }
         }
       }
+}
+
+// The mask, element by element, is the one apply_dropout documents: the seed is the default
+// CPU generator's next random64(), element i is kept when its 32 bits of SplitMix64's output k
+// = i / 2 (low half for even i) are at least p * 2^32, and kept elements are x * 1/(1-p)
+// rounded to the dtype. Pinned on an odd count (the last element's pair is incomplete),
+// fp32 and bf16, against the formula computed here one element at a time.
+TEST(Dropout, TheMaskIsSplitMix64OfTheElementIndex) {
+  auto mix = [](uint64_t seed, uint64_t k) {
+    uint64_t z = seed + (k + 1) * 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  const double p = 0.3;
+  const auto threshold = static_cast<uint32_t>(p * 4294967296.0);
+  for (auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    const int64_t n = 100003;
+    const auto x = torch::randn({n}).to(dtype);
+    torch::manual_seed(11);
+    const uint64_t seed = [] {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      return at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
+    }();
+    torch::manual_seed(11);
+    const auto y = apply_dropout(x, p, /*training=*/true);
+    const auto xf = x.to(torch::kFloat), yf = y.to(torch::kFloat);
+    const float* xs = xf.data_ptr<float>();
+    const float* ys = yf.data_ptr<float>();
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t bits = mix(seed, static_cast<uint64_t>(i / 2));
+      const auto half = static_cast<uint32_t>(i % 2 ? bits >> 32 : bits);
+      const float scaled = xs[i] * static_cast<float>(1.0 / (1.0 - p));
+      const float want = half >= threshold ? torch::tensor(scaled).to(dtype).item<float>() : 0.f;
+      if (ys[i] != want && wrong++ < 3) ADD_FAILURE() << "element " << i << ": " << ys[i] << ", want " << want;
+    }
+    EXPECT_EQ(wrong, 0) << (dtype == torch::kFloat ? "fp32" : "bf16");
+  }
 }
 
 TEST(Dropout, KeepsOneMinusPOfTheElementsScaledAndIsTheIdentityOutOfTraining) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -20,20 +21,73 @@ inline uint64_t mix(uint64_t seed, uint64_t k) {
   return z ^ (z >> 31);
 }
 
-// out[i] = keep(i) ? in[i] * scale : 0 over n contiguous elements; element i is kept when its
-// 32 bits (half of counter i / 2) are at least `threshold`.
+// The fp32 and bf16 loops below are branch-free so that GCC vectorises them; SplitMix64's
+// 64-bit multiplications need AVX-512DQ for that (vpmullq).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ZOO_DROPOUT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define ZOO_DROPOUT_CLONES
+#endif
+
+// Element i is kept when its 32 bits (half of counter i / 2) are at least `threshold`:
+// out[i] = in[i] * scale if kept, else 0. Over `pairs` pairs of contiguous elements, the
+// first taking counter `first`.
+ZOO_DROPOUT_CLONES void scale_pairs(const float* __restrict in, float* __restrict out, int64_t pairs, int64_t first,
+                                    uint64_t seed, uint32_t threshold, float scale) {
+  for (int64_t k = 0; k < pairs; ++k) {
+    const uint64_t bits = mix(seed, static_cast<uint64_t>(first + k));
+    const float a = in[2 * k] * scale, b = in[2 * k + 1] * scale;  // loaded unconditionally: vectorisable
+    out[2 * k] = static_cast<uint32_t>(bits) >= threshold ? a : 0.f;
+    out[2 * k + 1] = static_cast<uint32_t>(bits >> 32) >= threshold ? b : 0.f;
+  }
+}
+
+// bf16 as raw bits, converted as c10::BFloat16 converts (round to nearest even, NaN kept).
+inline float from_bf16(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+inline uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  const auto rounded = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+  return f != f ? uint16_t{0x7FC0} : rounded;
+}
+
+ZOO_DROPOUT_CLONES void scale_pairs(const uint16_t* __restrict in, uint16_t* __restrict out, int64_t pairs,
+                                    int64_t first, uint64_t seed, uint32_t threshold, float scale) {
+  for (int64_t k = 0; k < pairs; ++k) {
+    const uint64_t bits = mix(seed, static_cast<uint64_t>(first + k));
+    const float a = from_bf16(in[2 * k]) * scale, b = from_bf16(in[2 * k + 1]) * scale;
+    out[2 * k] = to_bf16(static_cast<uint32_t>(bits) >= threshold ? a : 0.f);
+    out[2 * k + 1] = to_bf16(static_cast<uint32_t>(bits >> 32) >= threshold ? b : 0.f);
+  }
+}
+
+// The same for any other element type, one element at a time.
+template <typename T>
+void scale_pairs(const T* in, T* out, int64_t pairs, int64_t first, uint64_t seed, uint32_t threshold, float scale) {
+  for (int64_t k = 0; k < pairs; ++k) {
+    const uint64_t bits = mix(seed, static_cast<uint64_t>(first + k));
+    out[2 * k] = static_cast<uint32_t>(bits) >= threshold ? static_cast<T>(static_cast<float>(in[2 * k]) * scale) : T(0);
+    out[2 * k + 1] =
+        static_cast<uint32_t>(bits >> 32) >= threshold ? static_cast<T>(static_cast<float>(in[2 * k + 1]) * scale) : T(0);
+  }
+}
+
+// Over n contiguous elements, the pairs in parallel, then the last element when n is odd.
 template <typename T>
 void masked_scale(const T* in, T* out, int64_t n, uint64_t seed, uint32_t threshold, float scale) {
-  at::parallel_for(0, (n + 1) / 2, /*grain_size=*/16384, [&](int64_t begin, int64_t end) {
-    auto keep = [&](int64_t i, uint32_t bits) {
-      out[i] = bits >= threshold ? static_cast<T>(static_cast<float>(in[i]) * scale) : T(0);
-    };
-    for (int64_t k = begin; k < end; ++k) {
-      const uint64_t bits = mix(seed, static_cast<uint64_t>(k));
-      keep(2 * k, static_cast<uint32_t>(bits));
-      if (2 * k + 1 < n) keep(2 * k + 1, static_cast<uint32_t>(bits >> 32));
-    }
+  at::parallel_for(0, n / 2, /*grain_size=*/16384, [&](int64_t begin, int64_t end) {
+    scale_pairs(in + 2 * begin, out + 2 * begin, end - begin, begin, seed, threshold, scale);
   });
+  if (n % 2) {  // the last element, through a pair of its own (its partner a zero)
+    T pair_in[2] = {in[n - 1], T(0)}, pair_out[2];
+    scale_pairs(pair_in, pair_out, 1, n / 2, seed, threshold, scale);
+    out[n - 1] = pair_out[0];
+  }
 }
 
 torch::Tensor dropped(const torch::Tensor& x, uint64_t seed, double p) {
@@ -41,7 +95,12 @@ torch::Tensor dropped(const torch::Tensor& x, uint64_t seed, double p) {
   auto out = torch::empty_like(in, torch::MemoryFormat::Contiguous);
   const auto threshold = static_cast<uint32_t>(std::min(p * 4294967296.0, 4294967295.0));
   const auto scale = static_cast<float>(1.0 / (1.0 - p));
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, in.scalar_type(), "zoo_dropout", [&] {
+  if (in.scalar_type() == at::kBFloat16) {
+    masked_scale(reinterpret_cast<const uint16_t*>(in.data_ptr()), reinterpret_cast<uint16_t*>(out.data_ptr()),
+                 in.numel(), seed, threshold, scale);
+    return out;
+  }
+  AT_DISPATCH_FLOATING_TYPES_AND(at::kHalf, in.scalar_type(), "zoo_dropout", [&] {
     masked_scale(in.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), in.numel(), seed, threshold, scale);
   });
   return out;
