@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/kernels/dropout.h"
+#include "models/kernels/linear.h"
 
 namespace zoo::models {
 
@@ -76,7 +77,7 @@ void GPT2LMHeadModelImpl::reset_parameters() {
 
 torch::Tensor GPT2LMHeadModelImpl::forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches) {
   auto hidden = transformer(input_ids, caches);
-  return torch::nn::functional::linear(hidden, transformer->wte->weight);  // tied output projection
+  return models::linear(hidden, transformer->wte->weight);  // tied output projection
 }
 
 // --- decoding ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/kernels/dropout.h"
+#include "models/kernels/linear.h"
 #include "models/module_path.h"
 
 namespace zoo::models {
@@ -172,7 +173,7 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
 }
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
-  auto logits = lm_head ? lm_head(hidden) : torch::nn::functional::linear(hidden, target_embedding->weight);
+  auto logits = models::linear(hidden, lm_head ? lm_head->weight : target_embedding->weight);
   return logits + final_logits_bias;
 }
 

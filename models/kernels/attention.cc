@@ -17,23 +17,21 @@ torch::Tensor attention_math(const torch::Tensor& q, const torch::Tensor& k, con
   const int64_t tq = q.size(-2), tk = k.size(-2), d = q.size(-1);
   // Scale q rather than the (T x T) scores: fewer multiplications, same result.
   const auto qs = q * (1.0 / std::sqrt(static_cast<double>(d)));
+  const auto future =  // the causal mask: true above the diagonal
+      causal ? torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1)
+             : torch::Tensor();
+  const double minus_inf = -std::numeric_limits<double>::infinity();
   torch::Tensor scores;
   if (mask.defined() && mask.dim() > 2) {  // a mask per example (padding): added to the scores
     scores = torch::matmul(qs, k.transpose(-2, -1));
-    if (causal) {
-      auto future = torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
-      scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-    }
+    if (causal) scores = scores.masked_fill(future, minus_inf);
     scores = scores + mask;
   } else {
     // One (tq, tk) additive mask for every example (the causal part, a shared mask): the
     // batched product starts from it (baddbmm), instead of a pass of its own over the scores
     // forward and backward.
     torch::Tensor additive;
-    if (causal) {
-      auto future = torch::ones({tq, tk}, torch::TensorOptions().dtype(torch::kBool).device(q.device())).triu(1);
-      additive = torch::zeros({tq, tk}, qs.options()).masked_fill_(future, -std::numeric_limits<float>::infinity());
-    }
+    if (causal) additive = torch::zeros({tq, tk}, qs.options()).masked_fill_(future, minus_inf);
     if (mask.defined()) additive = additive.defined() ? additive + mask.to(qs.scalar_type()) : mask.to(qs.scalar_type());
     auto batch = q.sizes().vec();
     batch.back() = tk;

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <mutex>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
+
+#include "models/kernels/vectorize.h"
 
 namespace zoo::models {
 
@@ -23,16 +24,11 @@ inline uint64_t mix(uint64_t seed, uint64_t k) {
 
 // The fp32 and bf16 loops below are branch-free so that GCC vectorises them; SplitMix64's
 // 64-bit multiplications need AVX-512DQ for that (vpmullq).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define ZOO_DROPOUT_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define ZOO_DROPOUT_CLONES
-#endif
 
 // Element i is kept when its 32 bits (half of counter i / 2) are at least `threshold`:
 // out[i] = in[i] * scale if kept, else 0. Over `pairs` pairs of contiguous elements, the
 // first taking counter `first`.
-ZOO_DROPOUT_CLONES void scale_pairs(const float* __restrict in, float* __restrict out, int64_t pairs, int64_t first,
+ZOO_VECTOR_CLONES_V4 void scale_pairs(const float* __restrict in, float* __restrict out, int64_t pairs, int64_t first,
                                     uint64_t seed, uint32_t threshold, float scale) {
   for (int64_t k = 0; k < pairs; ++k) {
     const uint64_t bits = mix(seed, static_cast<uint64_t>(first + k));
@@ -42,21 +38,8 @@ ZOO_DROPOUT_CLONES void scale_pairs(const float* __restrict in, float* __restric
   }
 }
 
-// bf16 as raw bits, converted as c10::BFloat16 converts (round to nearest even, NaN kept).
-inline float from_bf16(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-inline uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  const auto rounded = static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-  return f != f ? uint16_t{0x7FC0} : rounded;
-}
-
-ZOO_DROPOUT_CLONES void scale_pairs(const uint16_t* __restrict in, uint16_t* __restrict out, int64_t pairs,
+// bf16 as raw bits (vectorize.h's conversions).
+ZOO_VECTOR_CLONES_V4 void scale_pairs(const uint16_t* __restrict in, uint16_t* __restrict out, int64_t pairs,
                                     int64_t first, uint64_t seed, uint32_t threshold, float scale) {
   for (int64_t k = 0; k < pairs; ++k) {
     const uint64_t bits = mix(seed, static_cast<uint64_t>(first + k));

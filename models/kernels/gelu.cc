@@ -8,14 +8,7 @@
 
 #include <ATen/Parallel.h>
 
-// Copies of a loop compiled for AVX-512 and AVX2 beside the baseline, picked when the program
-// loads (GCC's function multi-versioning), so that the loop is vectorised on the CPUs that
-// have the units while the build stays portable.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define ZOO_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ZOO_VECTOR_CLONES
-#endif
+#include "models/kernels/vectorize.h"
 
 namespace zoo::models {
 
@@ -85,16 +78,12 @@ ZOO_VECTOR_CLONES void gelu_tanh_backward(const float* __restrict x, const float
   }
 }
 
-// bf16 <-> fp32 by their bits (bf16 is the top half of an fp32; back with rounding to nearest
-// even, as c10::BFloat16), through an alias-safe view of the floats.
-using FloatBits = uint32_t __attribute__((may_alias));
+// bf16 <-> fp32 a chunk at a time (vectorize.h's conversions).
 ZOO_VECTOR_CLONES void widen(const uint16_t* __restrict in, float* __restrict out, int64_t n) {
-  auto* bits = reinterpret_cast<FloatBits*>(out);
-  for (int64_t i = 0; i < n; ++i) bits[i] = static_cast<uint32_t>(in[i]) << 16;
+  for (int64_t i = 0; i < n; ++i) out[i] = from_bf16(in[i]);
 }
 ZOO_VECTOR_CLONES void narrow(const float* __restrict in, uint16_t* __restrict out, int64_t n) {
-  const auto* bits = reinterpret_cast<const FloatBits*>(in);
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint16_t>((bits[i] + 0x7FFFu + ((bits[i] >> 16) & 1u)) >> 16);
+  for (int64_t i = 0; i < n; ++i) out[i] = to_bf16(in[i]);
 }
 
 // The fp32 kernels over bf16 tensors, a cache-sized chunk at a time.

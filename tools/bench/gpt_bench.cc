@@ -101,22 +101,23 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
     sync(s.device);
     const auto t0 = std::chrono::steady_clock::now();
     auto t = t0;
+    const bool timed = i >= s.warmup;
     opt.zero_grad();
     if (phases) {
       auto loss = loss_of(zoo::Batch{{x, y}, s.batch, 0});
-      lap(t, 0, i >= s.warmup);
+      lap(t, 0, timed);
       loss.backward();
-      lap(t, 1, i >= s.warmup);
+      lap(t, 1, timed);
     } else {
       zoo::forward_backward(loss_of, zoo::Batch{{x, y}, s.batch, 0}, 1.0, s.shards, model->parameters(), {},
                             /*onednn=*/s.bf16 && s.device.is_cpu());
     }
     zoo::clip_grad_norm(model->parameters(), 1.0);  // as zoo train
-    if (phases) lap(t, 2, i >= s.warmup);
+    if (phases) lap(t, 2, timed);
     opt.step();
-    if (phases) lap(t, 3, i >= s.warmup);
+    if (phases) lap(t, 3, timed);
     sync(s.device);
-    if (i >= s.warmup) times.push_back(seconds_since(t0));
+    if (timed) times.push_back(seconds_since(t0));
   }
   profile.reset();
   std::string phase_json;

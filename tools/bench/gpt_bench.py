@@ -131,7 +131,7 @@ for i in range(a.warmup + a.steps):
     opt.step()
     lap("optimizer", t, timed)
     sync()
-    if i >= a.warmup:
+    if timed:
         times.append(time.perf_counter() - t0)
 if profile:
     profile.__exit__(None, None, None)
