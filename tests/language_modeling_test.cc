@@ -1,12 +1,14 @@
 // The language-modeling task end to end through the CLI (zoo train / eval / generate), its
 // token streams (data/token_stream.h), and its bad inputs: empty and non-UTF-8 text, a
 // prompt longer than the context, a tokenizer that is not the checkpoint's, and a corpus
-// larger than the process's memory limit.
+// larger than the process's memory limit; and tools/bench/seed_spread.sh over such runs.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -188,6 +190,46 @@ TEST(LanguageModeling, TrainsOnAStreamLargerThanTheMemoryLimit) {
   auto cat = test::run("prlimit --data=" + limit + " " + ZOO_PYTHON + " -c \"open('" + (dir / "big.bin") +
                        "', 'rb').read()\"");
   EXPECT_NE(cat.exit_code, 0) << cat.output;
+}
+
+// tools/bench/seed_spread.sh: one final evaluation per seed, and their mean and spread.
+TEST(SeedSpread, ReportsEverySeedsFinalLossWithTheirMeanAndSampleDeviation) {
+  test::TempDir dir;
+  test::write_file(dir / "text.txt", corpus());
+  const std::string config = tiny_config(dir, {dir / "text.txt"}, 6);
+  const std::string script = std::string(ZOO_TESTS_DIR) + "/../tools/bench/seed_spread.sh --build " +
+                             fs::path(ZOO_BINARY).parent_path().string() + " --config " + config;
+  auto r = test::run(script + " --seeds 3,1,2 --jobs 2 --out " + (dir / "spread"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json summary = json::parse(test::read_file(dir / "spread/summary.json"));
+  ASSERT_EQ(summary.at("n"), 3) << summary.dump();
+  std::vector<double> losses;
+  for (const char* seed : {"3", "1", "2"}) {
+    // Each figure is that seed's last evaluation, as its own run logged it.
+    std::string last_eval;
+    std::istringstream lines(test::read_file(dir / ("spread/seed-" + std::string(seed) + "/metrics.jsonl")));
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("\"type\":\"eval\"") != std::string::npos) last_eval = line;
+    ASSERT_FALSE(last_eval.empty()) << seed;
+    losses.push_back(summary.at("seeds").at(seed).get<double>());
+    EXPECT_NEAR(losses.back(), json::parse(last_eval).at("loss").get<double>(), 1e-6) << seed;
+  }
+  EXPECT_NE(losses[0], losses[1]);  // the seed reached the runs
+  const double mean = (losses[0] + losses[1] + losses[2]) / 3;
+  double ss = 0;
+  for (double l : losses) ss += (l - mean) * (l - mean);
+  EXPECT_NEAR(summary.at("mean").get<double>(), mean, 1e-6);
+  EXPECT_NEAR(summary.at("sd").get<double>(), std::sqrt(ss / 2), 1e-6);
+  // A seed run alone, on all the cores, gives the figure it gave beside another run.
+  r = test::run(script + " --seeds 1 --out " + (dir / "alone"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // (1e-4: two threads may round differently from one; other seeds differ by far more.)
+  EXPECT_NEAR(json::parse(test::read_file(dir / "alone/summary.json")).at("mean").get<double>(), losses[1], 1e-4);
+  // A run that fails stops the script, naming the run's log and zoo's error.
+  r = test::run(script + " --seeds 1 --out " + (dir / "bad") + " -- --set train.no_such_key=1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(dir / "bad/seed-1.log"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no_such_key"), std::string::npos) << r.output;
 }
 
 }  // namespace
