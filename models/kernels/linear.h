@@ -5,7 +5,8 @@
 namespace zoo::models {
 
 /// x W^T + b, as torch::nn::Linear. On the CPU as LibTorch's C++ Linear computes it (a matrix
-/// product, then the bias added in place), which on LibTorch 1.13 beats ATen's `linear`
+/// product, then the bias added in place, in the product's dtype: under bf16 autocast a bf16
+/// bias, as Python's autocast gives `linear`), which on LibTorch 1.13 beats ATen's `linear`
 /// (`addmm` over the flattened rows; docs/results.md, GPT on an NVIDIA H100); a single row
 /// (cached decoding of one sequence) as a matrix-vector product, which reads W once where
 /// OpenBLAS's matrix product first copies it into packed panels. Elsewhere ATen's
@@ -20,7 +21,13 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
       sizes.back() = weight.size(0);
       return y.view(sizes);
     }
-    return torch::nn::functional::linear(x, weight, bias);
+    if (!bias.defined()) return x.matmul(weight.t());
+    if (x.dim() == 2) return torch::addmm(bias, x, weight.t());
+    auto y = x.matmul(weight.t());
+    // Under autocast the product is bf16 while the bias stays fp32, and ATen adds mixed dtypes
+    // in place through a scalar casting loop; the bias is cast first, as autocast casts it
+    // for PyTorch's linear.
+    return y.add_(bias.scalar_type() == y.scalar_type() ? bias : bias.to(y.scalar_type()));
   }
   return at::linear(x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
 }
