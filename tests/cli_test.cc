@@ -16,6 +16,7 @@
 #include "core/threads.h"
 #include "train/config.h"
 #include "train/device.h"
+#include "train/precision.h"
 
 namespace fs = std::filesystem;
 
@@ -94,6 +95,12 @@ TEST(Cli, DevicesListsCpuAndVersion) {
       << r.output;
   EXPECT_NE(r.output.find("built with CUDA:"), std::string::npos);
   EXPECT_NE(r.output.find("mps:"), std::string::npos);
+  // What auto picks, and why: zoo measures its products under its own OpenBLAS settings, which
+  // this process does not share, so only the form is checked here (the choice: trainer_test).
+  const std::regex auto_line(bf16.empty() ? "cpu train\\.precision=auto: fp32 \\(no native bf16\\)"
+                                          : "cpu train\\.precision=auto: (fp32|bf16) \\(bf16 matrix products [0-9]+ "
+                                            "GFLOP/s against fp32's [0-9]+ here\\)");
+  EXPECT_TRUE(std::regex_search(r.output, auto_line)) << r.output;
 }
 
 // zoo re-executes itself with OMP_WAIT_POLICY=PASSIVE (use_startup_environment) unless the user

@@ -302,12 +302,38 @@ TEST(Trainer, PerCoreBatchSlicesGiveTheWholeBatchGradients) {
   at::set_num_threads(saved_threads);
 }
 
+// train.precision=auto on the CPU: bf16 where the CPU has native bf16 and its bf16 matrix
+// product measures at least 1.25x fp32's, else fp32; an explicit bf16 and a checkpoint trained
+// in bf16 keep bf16 wherever it can run, whatever the probe says.
+TEST(Trainer, AutoPrecisionOnTheCpuTakesBf16OnlyWhereItsProductsAreFaster) {
+  EXPECT_FALSE((CpuMatmulProbe{300, 170}.bf16_faster()));  // a Xeon with AVX512-BF16, no AMX
+  EXPECT_FALSE((CpuMatmulProbe{200, 240}.bf16_faster()));  // not enough to pay for the casts
+  EXPECT_TRUE((CpuMatmulProbe{200, 440}.bf16_faster()));   // AMD Zen 4
+  const torch::Device cpu(torch::kCPU);
+  const auto& probe = cpu_matmul_probe();
+  const bool native = !cpu_bf16_support().empty();
+  EXPECT_EQ(&probe, &cpu_matmul_probe());  // measured once
+  if (!native) {
+    EXPECT_EQ(probe.fp32_gflops, 0);
+    EXPECT_EQ(resolve_precision("auto", cpu), "fp32");
+    EXPECT_EQ(auto_precision_note(cpu), "");
+    return;
+  }
+  EXPECT_GT(probe.fp32_gflops, 1);
+  EXPECT_GT(probe.bf16_gflops, 1);
+  EXPECT_EQ(resolve_precision("auto", cpu), probe.bf16_faster() ? "bf16" : "fp32")
+      << probe.bf16_gflops << " against " << probe.fp32_gflops << " GFLOP/s";
+  EXPECT_EQ(resolve_precision("bf16", cpu), "bf16");
+  EXPECT_EQ(evaluation_precision("bf16", cpu), "bf16");
+  EXPECT_EQ(evaluation_precision("auto", cpu), resolve_precision("auto", cpu));
+  EXPECT_NE(auto_precision_note(cpu).find("GFLOP/s against fp32's"), std::string::npos) << auto_precision_note(cpu);
+}
+
 // train.precision=bf16 on the CPU: refused with the reason where the CPU has no native
 // bf16; elsewhere the forward pass runs in bf16 (the loss differs from fp32's, by little),
 // per-core slices give the whole batch's gradients, and a run trains and resumes exactly.
 TEST(Trainer, Bf16AutocastOnTheCpu) {
   const torch::Device cpu(torch::kCPU);
-  EXPECT_EQ(resolve_precision("auto", cpu), cpu_bf16_support().empty() ? "fp32" : "bf16");
   EXPECT_EQ(resolve_precision("fp32", cpu), "fp32");
   if (cpu_bf16_support().empty()) {
     try {
@@ -641,13 +667,16 @@ TEST(Trainer, LossPartsAreLoggedBesideTheTotal) {
 // Evaluation runs in the training precision: bf16 autocast in a bf16 run, fp32 otherwise.
 TEST(Trainer, EvaluationRunsInTheTrainingPrecision) {
   const bool bf16 = !cpu_bf16_support().empty();
-  for (const std::string precision : {"fp32", "auto"}) {
+  const bool auto_bf16 = resolve_precision("auto", torch::Device(torch::kCPU)) == "bf16";
+  for (const std::string precision : {"fp32", "auto", "bf16"}) {
+    if (precision == "bf16" && !bf16) continue;
     test::TempDir dir;
     TwoPartTask task;
     train(task, TrainerArgs{linear_config({{"max_steps", 2}, {"per_device_train_batch_size", 8}, {"eval_steps", 2},
                                            {"precision", precision}}),
                             "x", dir / "out", torch::Device(torch::kCPU), ""});
-    EXPECT_EQ(task.eval_dtype, precision == "auto" && bf16 ? torch::kBFloat16 : torch::kFloat) << precision;
+    const bool in_bf16 = precision == "bf16" || (precision == "auto" && auto_bf16);
+    EXPECT_EQ(task.eval_dtype, in_bf16 ? torch::kBFloat16 : torch::kFloat) << precision;
     EXPECT_EQ(zoo::evaluate(task, "valid", 8, torch::Device(torch::kCPU), "fp32").at("loss"), 1.0);
     EXPECT_EQ(task.eval_dtype, torch::kFloat) << "autocast left on after a bf16 evaluation";
   }
@@ -655,7 +684,7 @@ TEST(Trainer, EvaluationRunsInTheTrainingPrecision) {
   const torch::Device cpu(torch::kCPU);
   EXPECT_EQ(evaluation_precision("fp32", cpu), "fp32");
   EXPECT_EQ(evaluation_precision("bf16", cpu), bf16 ? "bf16" : "fp32");
-  EXPECT_EQ(evaluation_precision("auto", cpu), bf16 ? "bf16" : "fp32");
+  EXPECT_EQ(evaluation_precision("auto", cpu), auto_bf16 ? "bf16" : "fp32");
 }
 
 TEST(Trainer, AfterBackwardHookSeesTheGradientsBeforeTheUpdate) {

@@ -1,5 +1,9 @@
 #include "train/precision.h"
 
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
 #include <torch/version.h>
 #include <ATen/autocast_mode.h>
 
@@ -38,14 +42,55 @@ void check_precision(const std::string& precision, const torch::Device& device) 
   if (!problem.empty()) throw Error(problem);
 }
 
+namespace {
+// GFLOP/s of the fastest of four 1024^3 products in `dtype`, after one untimed (products this
+// long make the threads' wake-up negligible).
+double matmul_gflops(torch::Dtype dtype) {
+  torch::NoGradGuard no_grad;
+  constexpr int64_t n = 1024;
+  const auto a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto c = torch::mm(a, b);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i > 0) best = std::min(best, seconds);
+  }
+  return 2.0 * n * n * n / best / 1e9;
+}
+}  // namespace
+
+const CpuMatmulProbe& cpu_matmul_probe() {
+  static const CpuMatmulProbe probe = [] {
+    CpuMatmulProbe p;
+    if (!cpu_bf16_support().empty()) {
+      p.fp32_gflops = matmul_gflops(torch::kFloat);
+      p.bf16_gflops = matmul_gflops(torch::kBFloat16);
+    }
+    return p;
+  }();
+  return probe;
+}
+
 std::string resolve_precision(const std::string& precision, const torch::Device& device) {
-  if (precision == "auto") return bf16_problem(device).empty() ? "bf16" : "fp32";
+  if (precision == "auto") {
+    if (!bf16_problem(device).empty()) return "fp32";
+    return !device.is_cpu() || cpu_matmul_probe().bf16_faster() ? "bf16" : "fp32";
+  }
   check_precision(precision, device);
   return precision;
 }
 
+std::string auto_precision_note(const torch::Device& device) {
+  const auto& probe = cpu_matmul_probe();
+  if (!device.is_cpu() || probe.fp32_gflops == 0) return "";
+  return cat("bf16 matrix products ", static_cast<int64_t>(probe.bf16_gflops),
+             " GFLOP/s against fp32's ", static_cast<int64_t>(probe.fp32_gflops), " here");
+}
+
 std::string evaluation_precision(const std::string& trained, const torch::Device& device) {
-  return resolve_precision(trained == "bf16" ? "auto" : trained, device);
+  if (trained == "bf16") return bf16_problem(device).empty() ? "bf16" : "fp32";
+  return resolve_precision(trained, device);
 }
 
 AutocastGuard::AutocastGuard(bool enabled, const torch::Device& device) : enabled_(enabled), cpu_(device.is_cpu()) {

@@ -23,11 +23,28 @@ class AutocastGuard {
   bool enabled_, cpu_;
 };
 
+/// The CPU's matrix-product speed in fp32 and bf16 (GFLOP/s of a 1024^3 product, the best of
+/// four, on the intra-op threads), measured once per process where the CPU has native bf16.
+/// Native bf16 is not always the faster: on a Xeon with AVX512-BF16 but no AMX, oneDNN's
+/// bf16 product ran at half of OpenBLAS's fp32 (docs/results.md).
+struct CpuMatmulProbe {
+  double fp32_gflops = 0, bf16_gflops = 0;
+  /// Whether bf16 autocast pays here: its products at least 1.25x fp32's, as they must be to
+  /// cover autocast's casts of the weights and activations.
+  bool bf16_faster() const { return bf16_gflops >= 1.25 * fp32_gflops; }
+};
+/// Measured on the first call (about 0.1 s); zeros on a CPU without native bf16.
+const CpuMatmulProbe& cpu_matmul_probe();
+
 /// Throws zoo::Error unless `precision` ("fp32" | "bf16") can run on `device`.
 void check_precision(const std::string& precision, const torch::Device& device);
 /// "fp32" or "bf16" for train.precision on `device`: "auto" is bf16 where check_precision
-/// accepts it, else fp32; the others are checked (zoo::Error when they cannot run).
+/// accepts it (on the CPU: and where cpu_matmul_probe() finds bf16 faster), else fp32; the
+/// others are checked (zoo::Error when they cannot run).
 std::string resolve_precision(const std::string& precision, const torch::Device& device);
+/// Why "auto" resolved as it did on `device`, for the log: the probe's figures on a CPU that
+/// measured them ("bf16 matrix products 173 GFLOP/s against fp32's 310 here"), else "".
+std::string auto_precision_note(const torch::Device& device);
 /// The precision to evaluate a checkpoint trained in `trained` (its train.precision) on
 /// `device`: as trained, except that bf16 falls back to fp32 where bf16 cannot run (a
 /// checkpoint trained on a bf16 machine stays readable everywhere).

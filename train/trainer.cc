@@ -30,6 +30,12 @@ torch::Tensor bytes_tensor(const std::string& s) {
   return t;
 }
 
+// " (train.precision=auto)", with why where the CPU's products were measured.
+std::string auto_note(const torch::Device& device) {
+  const std::string why = auto_precision_note(device);
+  return cat(" (train.precision=auto", why.empty() ? "" : ": " + why, ")");
+}
+
 json rng_state(const torch::Device& device) {
   json j;
   j["cpu"] = base64_encode(tensor_bytes(at::detail::getDefaultCPUGenerator().get_state()));
@@ -281,7 +287,7 @@ TrainResult Trainer::run() {
                                 o_.per_device_train_batch_size * o_.gradient_accumulation_steps * world())
                           : std::string(),
               ") on ", args_.device.str(), ", ",
-              precision_, o_.precision == "auto" ? " (train.precision=auto)" : "",
+              precision_, o_.precision == "auto" ? auto_note(args_.device) : "",
               args_.resume_from.empty() ? std::string()
                                         : cat(", resuming from ", args_.resume_from, " at step ", state_.step)));
   BatchStream stream(task_, static_cast<uint64_t>(o_.seed), o_.per_device_train_batch_size, state_.epoch,
