@@ -210,6 +210,18 @@ TEST(DataParallel, EveryRankResumesExactly) {
   EXPECT_EQ(st.at("rng_state_per_rank").size(), 2u);
 }
 
+// train.precision=auto: every process takes rank 0's choice (one more collective call at the
+// start), and the run ends with the same weights on both.
+TEST(DataParallel, AutoPrecisionIsRankZerosChoiceOnEveryProcess) {
+  if (!have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
+  test::TempDir dir;
+  auto r = test::run(launch(2, 6, "train --device cpu --config " + config(dir, 4, 1, 3) +
+                                      " --set train.precision=auto --output-dir " + dir / "auto"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex(R"(on cpu, (fp32|bf16) \(train\.precision=auto)"))) << r.output;
+  EXPECT_NE(r.output.find("identical on all 2 processes"), std::string::npos) << r.output;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }

@@ -6,6 +6,7 @@
 #include "fixtures.h"
 #include "models/vit.h"
 #include "train/checkpoint.h"
+#include "train/collective.h"
 #include "train/device.h"
 #include "train/optimizers.h"
 #include "train/safetensors.h"
@@ -327,6 +328,58 @@ TEST(Trainer, AutoPrecisionOnTheCpuTakesBf16OnlyWhereItsProductsAreFaster) {
   EXPECT_EQ(evaluation_precision("bf16", cpu), "bf16");
   EXPECT_EQ(evaluation_precision("auto", cpu), resolve_precision("auto", cpu));
   EXPECT_NE(auto_precision_note(cpu).find("GFLOP/s against fp32's"), std::string::npos) << auto_precision_note(cpu);
+}
+
+// A stand-in for the other processes: sum() adds what rank 0 contributed (`rank0`) to this
+// process's values; nothing else is called.
+class SumOnlyCollective : public Collective {
+ public:
+  SumOnlyCollective(int rank, std::vector<double> rank0) : rank_(rank), rank0_(std::move(rank0)) {}
+  int rank() const override { return rank_; }
+  int world_size() const override { return 2; }
+  std::string backend() const override { return "test"; }
+  void attach(torch::nn::Module&) override { ADD_FAILURE() << "attach"; }
+  void prepare_backward(bool) override { ADD_FAILURE() << "prepare_backward"; }
+  void average_gradients() override { ADD_FAILURE() << "average_gradients"; }
+  void sum(std::vector<double>& values) override {
+    ++sums;
+    for (size_t i = 0; i < values.size(); ++i) values[i] += rank0_.at(i);
+  }
+  std::string summary() const override { return ""; }
+  std::vector<std::string> gather(const std::string&) override { return {}; }
+  int sums = 0;
+
+ private:
+  int rank_;
+  std::vector<double> rank0_;
+};
+
+// Data parallel: every process takes rank 0's resolution of train.precision=auto, whatever
+// its own probe said, in one collective call.
+TEST(Trainer, DataParallelProcessesTakeRankZerosAutoPrecision) {
+  const torch::Device cpu(torch::kCPU);
+  const bool native = !cpu_bf16_support().empty();
+  SumOnlyCollective rank0(0, {0.0});
+  EXPECT_EQ(agree_on_precision("bf16", rank0, cpu), "bf16");
+  EXPECT_EQ(agree_on_precision("fp32", rank0, cpu), "fp32");
+  for (const std::string mine : {"fp32", "bf16"}) {
+    SumOnlyCollective says_fp32(1, {0.0});
+    EXPECT_EQ(agree_on_precision(mine, says_fp32, cpu), "fp32") << mine;
+    EXPECT_EQ(says_fp32.sums, 1);
+    SumOnlyCollective says_bf16(1, {1.0});
+    if (native) {
+      EXPECT_EQ(agree_on_precision(mine, says_bf16, cpu), "bf16") << mine;
+    } else {
+      try {
+        agree_on_precision(mine, says_bf16, cpu);
+        ADD_FAILURE() << "bf16 taken on a CPU without native bf16";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("rank 1: rank 0 resolved train.precision=auto to bf16"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
 }
 
 // train.precision=bf16 on the CPU: refused with the reason where the CPU has no native

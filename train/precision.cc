@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <vector>
 
 #include <torch/version.h>
 #include <ATen/autocast_mode.h>
 
 #include "core/error.h"
+#include "train/collective.h"
 #include "train/device.h"
 
 namespace zoo {
@@ -86,6 +88,18 @@ std::string auto_precision_note(const torch::Device& device) {
   if (!device.is_cpu() || probe.fp32_gflops == 0) return "";
   return cat("bf16 matrix products ", static_cast<int64_t>(probe.bf16_gflops),
              " GFLOP/s against fp32's ", static_cast<int64_t>(probe.fp32_gflops), " here");
+}
+
+std::string agree_on_precision(const std::string& resolved, Collective& collective, const torch::Device& device) {
+  std::vector<double> bf16{collective.rank() == 0 && resolved == "bf16" ? 1.0 : 0.0};
+  collective.sum(bf16);
+  const std::string agreed = bf16[0] > 0 ? "bf16" : "fp32";
+  if (agreed != resolved && agreed == "bf16") {
+    const std::string problem = bf16_problem(device);
+    if (!problem.empty())
+      throw Error(cat("rank ", collective.rank(), ": rank 0 resolved train.precision=auto to bf16, but ", problem));
+  }
+  return agreed;
 }
 
 std::string evaluation_precision(const std::string& trained, const torch::Device& device) {

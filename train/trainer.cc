@@ -62,6 +62,8 @@ bool improved(double value, double best, bool greater) { return greater ? value 
 Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(args)) {
   o_ = read_options<TrainOptions>(args_.config.at("train"), "train");
   precision_ = resolve_precision(o_.precision, args_.device);
+  if (o_.precision == "auto" && args_.collective)
+    precision_ = agree_on_precision(precision_, *args_.collective, args_.device);
   TaskContext context = task_.context();
   context.device = args_.device;
   context.precision = precision_;
