@@ -84,8 +84,9 @@ std::string resolve_precision(const std::string& precision, const torch::Device&
 }
 
 std::string auto_precision_note(const torch::Device& device) {
+  if (!device.is_cpu()) return "";  // no CPU probe for a GPU run's log
   const auto& probe = cpu_matmul_probe();
-  if (!device.is_cpu() || probe.fp32_gflops == 0) return "";
+  if (probe.fp32_gflops == 0) return "";
   return cat("bf16 matrix products ", static_cast<int64_t>(probe.bf16_gflops),
              " GFLOP/s against fp32's ", static_cast<int64_t>(probe.fp32_gflops), " here");
 }
@@ -93,13 +94,11 @@ std::string auto_precision_note(const torch::Device& device) {
 std::string agree_on_precision(const std::string& resolved, Collective& collective, const torch::Device& device) {
   std::vector<double> bf16{collective.rank() == 0 && resolved == "bf16" ? 1.0 : 0.0};
   collective.sum(bf16);
-  const std::string agreed = bf16[0] > 0 ? "bf16" : "fp32";
-  if (agreed != resolved && agreed == "bf16") {
-    const std::string problem = bf16_problem(device);
-    if (!problem.empty())
-      throw Error(cat("rank ", collective.rank(), ": rank 0 resolved train.precision=auto to bf16, but ", problem));
-  }
-  return agreed;
+  if (bf16[0] == 0) return "fp32";
+  const std::string problem = bf16_problem(device);
+  if (!problem.empty())
+    throw Error(cat("rank ", collective.rank(), ": rank 0 resolved train.precision=auto to bf16, but ", problem));
+  return "bf16";
 }
 
 std::string evaluation_precision(const std::string& trained, const torch::Device& device) {

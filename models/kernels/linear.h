@@ -27,7 +27,7 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
     // Under autocast the product is bf16 while the bias stays fp32, and ATen adds mixed dtypes
     // in place through a scalar casting loop; the bias is cast first, as autocast casts it
     // for PyTorch's linear.
-    return y.add_(bias.scalar_type() == y.scalar_type() ? bias : bias.to(y.scalar_type()));
+    return y.add_(bias.to(y.scalar_type()));  // the bias itself where the dtypes agree
   }
   return at::linear(x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
 }
