@@ -33,7 +33,8 @@ struct CpuMatmulProbe {
   /// cover autocast's casts of the weights and activations.
   bool bf16_faster() const { return bf16_gflops >= 1.25 * fp32_gflops; }
 };
-/// Measured on the first call (about 0.1 s); zeros on a CPU without native bf16.
+/// Measured on the first call (0.3-0.4 s on the Xeon VM, oneDNN's start-up included); zeros on a CPU
+/// without native bf16.
 const CpuMatmulProbe& cpu_matmul_probe();
 
 /// Throws zoo::Error unless `precision` ("fp32" | "bf16") can run on `device`.
