@@ -13,6 +13,9 @@ and zoo's (every consecutive block_size window of the validation split, as `zoo 
 23a8e70, 2023-02-05): weight decay 0.01 on the Linear weights only (embeddings not decayed),
 tanh-approximated GELU, warmup from lr 0. Later commits changed these (weight decay 0.1 on
 2023-02-06, decay on every matrix 2023-05-06, nn.GELU 2023-05-17, warmup 2024-12-09).
+
+The defaults are nanoGPT's (warmup 100, beta2 0.99); zoo's recipe sets two settings the issue
+leaves open otherwise: add --warmup_iters 800 --beta2 0.999 to run the recipe's.
 --estimates K draws K more nanoGPT estimates of the final model's validation loss, to show how
 far one such figure moves by chance.
 
