@@ -1,5 +1,6 @@
 // Config parsing/validation, --set overrides, presets, devices and schedules.
 #include <cmath>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -179,5 +180,19 @@ TEST(Config, RegistriesAreTablesThatAgreeWithEachOther) {
             "ViTForImageClassification");
 }
 
+
+// The recipes under tools/recipes are what users run first: each must resolve (known sections,
+// keys, presets and task) as `zoo train --config` would read it, before any data is needed.
+TEST(Config, EveryShippedRecipeResolves) {
+  const auto dir = std::filesystem::path(ZOO_TESTS_DIR) / ".." / "tools" / "recipes";
+  int recipes = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    ++recipes;
+    const std::string path = entry.path().string();
+    EXPECT_EQ(error_of([&] { resolve_config(read_json_file(path), path); }), "<no error>") << path;
+  }
+  EXPECT_GE(recipes, 8) << "recipes under " << dir;
+}
 }  // namespace
 }  // namespace zoo
