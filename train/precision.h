@@ -47,10 +47,10 @@ std::string resolve_precision(const std::string& precision, const torch::Device&
 /// measured them ("bf16 matrix products 173 GFLOP/s against fp32's 310 here"), else "".
 std::string auto_precision_note(const torch::Device& device);
 class Collective;
-/// In a data-parallel run, rank 0's `resolved` precision, for every process: "auto" probes each
-/// process's CPU apart, and where bf16 and fp32 are close the processes could choose
-/// differently. One collective call (all processes make it); throws zoo::Error where this
-/// process cannot run rank 0's choice.
+/// In a data-parallel run, rank 0's `resolved` precision, for every process (`resolved` is read
+/// on rank 0 only): "auto" would probe each process's CPU apart, and where bf16 and fp32 are
+/// close the processes could choose differently. One collective call (all processes make
+/// it); throws zoo::Error where this process cannot run rank 0's choice.
 std::string agree_on_precision(const std::string& resolved, Collective& collective, const torch::Device& device);
 /// The precision to evaluate a checkpoint trained in `trained` (its train.precision) on
 /// `device`: as trained, except that bf16 falls back to fp32 where bf16 cannot run (a

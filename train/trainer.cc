@@ -61,9 +61,11 @@ bool improved(double value, double best, bool greater) { return greater ? value 
 
 Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(args)) {
   o_ = read_options<TrainOptions>(args_.config.at("train"), "train");
-  precision_ = resolve_precision(o_.precision, args_.device);
-  if (o_.precision == "auto" && args_.collective)
-    precision_ = agree_on_precision(precision_, *args_.collective, args_.device);
+  // "auto" in a data-parallel run is rank 0's choice, so only rank 0 measures the CPU (and
+  // measures it alone: the other processes wait in agree_on_precision's collective call).
+  const bool shared_auto = o_.precision == "auto" && args_.collective;
+  if (!shared_auto || args_.collective->rank() == 0) precision_ = resolve_precision(o_.precision, args_.device);
+  if (shared_auto) precision_ = agree_on_precision(precision_, *args_.collective, args_.device);
   TaskContext context = task_.context();
   context.device = args_.device;
   context.precision = precision_;
@@ -283,15 +285,16 @@ TrainResult Trainer::run() {
   const auto message = [&](const std::string& text) {
     if (log_) log_->message(text);
   };
-  message(cat("training ", total_steps_, " steps (", steps_per_epoch_, " per epoch, batch ",
-              o_.per_device_train_batch_size, "x", o_.gradient_accumulation_steps,
-              world() > 1 ? cat("x", world(), " processes (", args_.collective->backend(), ") = ",
-                                o_.per_device_train_batch_size * o_.gradient_accumulation_steps * world())
-                          : std::string(),
-              ") on ", args_.device.str(), ", ",
-              precision_, o_.precision == "auto" ? auto_note(args_.device) : "",
-              args_.resume_from.empty() ? std::string()
-                                        : cat(", resuming from ", args_.resume_from, " at step ", state_.step)));
+  if (log_)  // only the writer's log has this line, and only it measures the CPU for its note
+    message(cat("training ", total_steps_, " steps (", steps_per_epoch_, " per epoch, batch ",
+                o_.per_device_train_batch_size, "x", o_.gradient_accumulation_steps,
+                world() > 1 ? cat("x", world(), " processes (", args_.collective->backend(), ") = ",
+                                  o_.per_device_train_batch_size * o_.gradient_accumulation_steps * world())
+                            : std::string(),
+                ") on ", args_.device.str(), ", ",
+                precision_, o_.precision == "auto" ? auto_note(args_.device) : "",
+                args_.resume_from.empty() ? std::string()
+                                          : cat(", resuming from ", args_.resume_from, " at step ", state_.step)));
   BatchStream stream(task_, static_cast<uint64_t>(o_.seed), o_.per_device_train_batch_size, state_.epoch,
                      state_.index, o_.dataloader_prefetch, rank(), world());
   model_->train();
