@@ -34,6 +34,9 @@ GetEnv env_of(std::map<std::string, std::string> vars) {
 TEST(LaunchEnv, ReadsTorchrunSlurmAndMpirunVariables) {
   EXPECT_FALSE(detect_launch(env_of({})).has_value());
   EXPECT_FALSE(detect_launch(env_of({{"RANK", "0"}, {"WORLD_SIZE", "1"}})).has_value());  // one process
+  auto one = detect_launch(env_of({{"RANK", "0"}, {"WORLD_SIZE", "1"}}), /*keep_world_of_one=*/true);
+  ASSERT_TRUE(one.has_value());  // train.ddp_backend named: a group of one
+  EXPECT_EQ(one->world_size, 1);
 
   auto t = detect_launch(env_of({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
                                  {"MASTER_ADDR", "10.0.0.7"}, {"MASTER_PORT", "1234"}}));

@@ -130,28 +130,35 @@ endif()
 # them zoo builds and trains on one process, and refuses a distributed launch with the reason.
 set(ZOO_WITH_GLOO 0)
 set(ZOO_WITH_NCCL 0)
-find_path(ZOO_C10D_DIR torch/csrc/distributed/c10d/ProcessGroupGloo.hpp HINTS ${TORCH_INCLUDE_DIRS})
+# The two backends are found apart: pip's torch ships c10d's headers but not gloo's, so a CUDA
+# build there has NCCL without Gloo.
+find_path(ZOO_C10D_DIR torch/csrc/distributed/c10d/TCPStore.hpp HINTS ${TORCH_INCLUDE_DIRS})
 find_path(ZOO_GLOO_INCLUDE_DIR gloo/algorithm.h HINTS ${TORCH_INCLUDE_DIRS})
-if(ZOO_C10D_DIR AND ZOO_GLOO_INCLUDE_DIR)
+if(ZOO_C10D_DIR AND ZOO_GLOO_INCLUDE_DIR
+   AND EXISTS "${ZOO_C10D_DIR}/torch/csrc/distributed/c10d/ProcessGroupGloo.hpp")
   set(ZOO_WITH_GLOO 1)
   find_library(ZOO_GLOO_LIBRARY gloo)
-  if(ZOO_WITH_CUDA)
-    # pip's torch takes nccl.h from the nvidia-nccl wheel beside it (site-packages/nvidia/...).
-    find_path(ZOO_NCCL_INCLUDE_DIR nccl.h HINTS ${TORCH_INCLUDE_DIRS} ${CUDAToolkit_INCLUDE_DIRS}
-              "${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include" "${TORCH_INSTALL_PREFIX}/../nvidia/cu13/include"
-              "${TORCH_INSTALL_PREFIX}/../nvidia/cu12/include")
-    if(ZOO_NCCL_INCLUDE_DIR AND EXISTS "${ZOO_C10D_DIR}/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp")
-      set(ZOO_WITH_NCCL 1)
-    endif()
+endif()
+option(ZOO_NCCL "c10d's NCCL backend where a CUDA LibTorch has it" ON)
+if(ZOO_C10D_DIR AND ZOO_WITH_CUDA AND ZOO_NCCL)
+  # pip's torch takes nccl.h from the nvidia-nccl wheel beside it (site-packages/nvidia/...).
+  find_path(ZOO_NCCL_INCLUDE_DIR nccl.h HINTS ${TORCH_INCLUDE_DIRS} ${CUDAToolkit_INCLUDE_DIRS}
+            "${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include" "${TORCH_INSTALL_PREFIX}/../nvidia/cu13/include"
+            "${TORCH_INSTALL_PREFIX}/../nvidia/cu12/include")
+  if(ZOO_NCCL_INCLUDE_DIR AND EXISTS "${ZOO_C10D_DIR}/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp")
+    set(ZOO_WITH_NCCL 1)
+    # c10d's NCCL headers call NCCL inline: link it by name (the wheel has only libnccl.so.2).
+    find_library(ZOO_NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS "${ZOO_NCCL_INCLUDE_DIR}/../lib")
   endif()
 endif()
 set(_c10d_why "")
 if(NOT ZOO_C10D_DIR)
-  set(_c10d_why " (no torch/csrc/distributed/c10d/ProcessGroupGloo.hpp in LibTorch's include path)")
-elseif(NOT ZOO_GLOO_INCLUDE_DIR)
-  set(_c10d_why " (no gloo/algorithm.h: install libgloo-dev, or pass its prefix in CMAKE_PREFIX_PATH)")
-elseif(ZOO_WITH_CUDA AND NOT ZOO_WITH_NCCL)
-  set(_c10d_why " (NCCL: no nccl.h found, or no ProcessGroupNCCL.hpp)")
+  set(_c10d_why " (no torch/csrc/distributed/c10d/TCPStore.hpp in LibTorch's include path)")
+elseif(NOT ZOO_WITH_GLOO)
+  set(_c10d_why " (Gloo: no gloo/algorithm.h: install libgloo-dev, or pass its prefix in CMAKE_PREFIX_PATH)")
+endif()
+if(ZOO_WITH_CUDA AND NOT ZOO_WITH_NCCL)
+  set(_c10d_why "${_c10d_why} (NCCL: no nccl.h found, or no ProcessGroupNCCL.hpp)")
 endif()
 message(STATUS "zoo: c10d Gloo: ${ZOO_WITH_GLOO}, NCCL: ${ZOO_WITH_NCCL}${_c10d_why}")
 
@@ -174,6 +181,12 @@ target_link_libraries(zoo_deps INTERFACE ${CMAKE_DL_LIBS})
 target_compile_definitions(zoo_deps INTERFACE ZOO_WITH_CUDA=${ZOO_WITH_CUDA})
 if(ZOO_GLOO_LIBRARY)
   target_link_libraries(zoo_deps INTERFACE ${ZOO_GLOO_LIBRARY})
+endif()
+if(ZOO_WITH_NCCL)
+  target_include_directories(zoo_deps SYSTEM INTERFACE ${ZOO_NCCL_INCLUDE_DIR})
+  if(ZOO_NCCL_LIBRARY)
+    target_link_libraries(zoo_deps INTERFACE ${ZOO_NCCL_LIBRARY})
+  endif()
 endif()
 if(ZOO_OPENMP)
   target_link_libraries(zoo_deps INTERFACE OpenMP::OpenMP_CXX)

@@ -78,8 +78,10 @@ int run_train(const TrainCommand& a) {
   if (!a.init_from.empty()) apply_override(raw, "train.init_from=" + json(a.init_from).dump());
   const json config = resolve_config(raw, a.config);
   // A data-parallel launch (torchrun, tools/launch.sh, Slurm, mpirun): one process per rank,
-  // each on its own GPU (cuda:LOCAL_RANK) when there are GPUs.
-  const auto launch = detect_launch();
+  // each on its own GPU (cuda:LOCAL_RANK) when there are GPUs. A world of one forms a process
+  // group only when train.ddp_backend names a backend (a check of that backend).
+  const auto train_options = read_options<TrainOptions>(config.at("train"), "train");
+  const auto launch = detect_launch({}, train_options.ddp_backend != "auto");
   torch::Device device = resolve_device(a.device);
   if (launch && device.is_cuda() && !device.has_index()) device = torch::Device(torch::kCUDA, launch->local_rank);
   const std::string out = a.output_dir.empty() ? (fs::path("runs") / fs::path(a.config).stem()).string() : a.output_dir;
@@ -101,7 +103,7 @@ int run_train(const TrainCommand& a) {
 
   std::unique_ptr<Collective> collective;
   if (launch) {
-    const auto t = read_options<TrainOptions>(config.at("train"), "train");
+    const auto& t = train_options;
     collective = connect_processes(*launch, device, {t.ddp_backend, t.ddp_timeout, t.ddp_bucket_cap_mb});
   }
   auto task = make_task(config);

@@ -13,10 +13,14 @@
 #include "core/error.h"
 #include "core/options.h"
 
-#if ZOO_WITH_GLOO
+// c10d with either backend: the TCP store, the process group and zoo's gradient buckets.
+#define ZOO_WITH_C10D (ZOO_WITH_GLOO || ZOO_WITH_NCCL)
+#if ZOO_WITH_C10D
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+#if ZOO_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
 #if ZOO_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -67,7 +71,7 @@ void check_resolves(const LaunchEnv& env) {
                     "); set it to the host name or address of the machine that runs rank 0"));
 }
 
-#if ZOO_WITH_GLOO
+#if ZOO_WITH_C10D
 
 #if TORCH_VERSION_MAJOR >= 2
 using GroupBase = c10d::Backend;
@@ -302,7 +306,7 @@ class GroupCollective final : public Collective {
   std::shared_ptr<Buckets> buckets_;
 };
 
-#endif  // ZOO_WITH_GLOO
+#endif  // ZOO_WITH_C10D
 
 }  // namespace
 
@@ -310,7 +314,7 @@ std::unique_ptr<Collective> connect_processes(const LaunchEnv& env, const torch:
                                               const DistributedOptions& o) {
   const std::string backend = resolve_backend(o.backend, device, env);
   check_resolves(env);
-#if ZOO_WITH_GLOO
+#if ZOO_WITH_C10D
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
   c10::intrusive_ptr<c10d::Store> store;
   try {
@@ -331,6 +335,7 @@ std::unique_ptr<Collective> connect_processes(const LaunchEnv& env, const torch:
   c10::intrusive_ptr<GroupBase> group;
   try {
     if (backend == "gloo") {
+#if ZOO_WITH_GLOO
       auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
       const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
       const bool loopback = env.master_addr == "localhost" || env.master_addr.rfind("127.", 0) == 0;
@@ -339,6 +344,7 @@ std::unique_ptr<Collective> connect_processes(const LaunchEnv& env, const torch:
                                                 : c10d::ProcessGroupGloo::createDefaultDevice());
       opts->threads = 2;
       group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
+#endif
     } else {
 #if ZOO_WITH_NCCL
       auto opts = c10d::ProcessGroupNCCL::Options::create();

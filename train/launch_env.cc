@@ -47,7 +47,7 @@ std::string first_slurm_host(const std::string& nodelist) {
   return nodelist.substr(0, bracket) + nodelist.substr(bracket + 1, end - bracket - 1);
 }
 
-std::optional<LaunchEnv> detect_launch(const GetEnv& getenv_fn) {
+std::optional<LaunchEnv> detect_launch(const GetEnv& getenv_fn, bool keep_world_of_one) {
   const GetEnv env = getenv_fn ? getenv_fn : GetEnv([](const char* n) { return std::getenv(n); });
   LaunchEnv e;
   if (has(env, "RANK") || has(env, "WORLD_SIZE")) {
@@ -77,7 +77,7 @@ std::optional<LaunchEnv> detect_launch(const GetEnv& getenv_fn) {
   } else {
     return std::nullopt;
   }
-  if (e.world_size == 1) return std::nullopt;
+  if (e.world_size == 1 && !keep_world_of_one) return std::nullopt;
   e.master_addr = value_or(env, "MASTER_ADDR", e.master_addr);
   if (has(env, "MASTER_PORT")) e.master_port = parse_int(env, "MASTER_PORT", 1, 65535);
   return e;

@@ -26,11 +26,12 @@ struct LaunchEnv {
 };
 
 /// Reads the environment through `getenv` (std::getenv by default). Returns nothing for a
-/// single process (no launcher variables, or a world of one). Throws zoo::Error naming the
+/// single process (no launcher variables, or a world of one unless `keep_world_of_one`: a
+/// one-process group, to check a backend). Throws zoo::Error naming the
 /// variable when a value is malformed or inconsistent (RANK >= WORLD_SIZE, a port out of
 /// range, a rank without WORLD_SIZE).
 using GetEnv = std::function<const char*(const char*)>;
-std::optional<LaunchEnv> detect_launch(const GetEnv& getenv = {});
+std::optional<LaunchEnv> detect_launch(const GetEnv& getenv = {}, bool keep_world_of_one = false);
 
 /// The first host of a Slurm node list: "node[03-05,9],gpu1" -> "node03".
 std::string first_slurm_host(const std::string& nodelist);
