@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.h"
+#include "train_fixtures.h"
 #include "models/vit.h"
 #include "train/checkpoint.h"
 #include "train/collective.h"
@@ -18,15 +19,7 @@ namespace fs = std::filesystem;
 namespace zoo {
 namespace {
 
-std::map<int64_t, double> train_losses(const std::string& out) {
-  std::map<int64_t, double> losses;
-  std::ifstream in(out + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) {
-    auto j = json::parse(line);
-    if (j["type"] == "train") losses[j["step"].get<int64_t>()] = j["loss"].get<double>();
-  }
-  return losses;
-}
+using test::train_losses;
 
 json tiny_config(const test::TempDir& dir, const std::string& extra = "") {
   test::write_tiny_mnist(dir.path().string(), 160, 40);
@@ -34,9 +27,7 @@ json tiny_config(const test::TempDir& dir, const std::string& extra = "") {
 }
 
 void run(const json& config, const std::string& out, const std::string& resume = "") {
-  auto task = make_task(config);
-  TrainerArgs args{config, "tiny.json", out, torch::Device(torch::kCPU), resume};
-  train(*task, args);
+  test::run_training(config, out, torch::Device(torch::kCPU), resume);
 }
 
 // N steps + resume + M steps gives the same per-step losses as N+M steps uninterrupted

@@ -16,6 +16,13 @@
 #else
 #define ZOO_FUSED_ADAMW 0
 #endif
+// ... and its overload with the learning rate as a tensor on the device: 2.2 and later.
+#if defined(TORCH_VERSION_MAJOR) && !defined(ZOO_NO_CUDA_GRAPHS) && \
+    (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2))
+#define ZOO_FUSED_ADAMW_TENSOR_LR 1
+#else
+#define ZOO_FUSED_ADAMW_TENSOR_LR 0
+#endif
 
 namespace zoo {
 
@@ -55,45 +62,73 @@ std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> split_by_decay
   return {std::move(decay), std::move(no_decay)};
 }
 
-struct Work {
+}  // namespace
+
+struct ThreadedAdamW::Work {
   torch::Tensor param;
   torch::optim::AdamWParamState* state;
   const torch::optim::AdamWOptions* options;
 };
 
-#if ZOO_FUSED_ADAMW
 // On CUDA, each run of parameters with the same options and dtype is updated by LibTorch's
 // fused AdamW kernel (PyTorch's AdamW(fused=True)): one launch instead of about ten per
 // parameter. Same state; the arithmetic agrees to rounding, not bit for bit.
-void fused_update(const std::vector<Work>& work) {
+void ThreadedAdamW::fused_update([[maybe_unused]] const std::vector<Work>& work) {
+#if ZOO_FUSED_ADAMW
   for (size_t begin = 0; begin < work.size();) {
     size_t end = begin + 1;
     const auto& o = *work[begin].options;
     const auto dtype = work[begin].param.scalar_type();
     while (end < work.size() && work[end].options == &o && work[end].param.scalar_type() == dtype) ++end;
-    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs;
-    std::vector<float> step_values;
+    std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps;
     for (size_t i = begin; i < end; ++i) {
       auto& s = *work[i].state;
-      s.step(s.step() + 1);
+      auto& d = device_steps_[work[i].param.unsafeGetTensorImpl()];
+      if (!d.count.defined() || d.host != static_cast<double>(s.step()))
+        d.count = torch::full({}, static_cast<double>(s.step()),
+                              torch::TensorOptions().dtype(torch::kFloat).device(work[i].param.device()));
+      if (!capturing_) {
+        s.step(s.step() + 1);
+        d.host = static_cast<double>(s.step());
+      }
       params.push_back(work[i].param);
       grads.push_back(work[i].param.grad());
       exp_avgs.push_back(s.exp_avg());
       exp_avg_sqs.push_back(s.exp_avg_sq());
       if (o.amsgrad()) max_exp_avg_sqs.push_back(s.max_exp_avg_sq());
-      step_values.push_back(static_cast<float>(s.step()));
+      steps.push_back(d.count);
     }
-    // The kernel reads each parameter's step count from a tensor on its device.
-    const auto steps = torch::tensor(step_values).to(work[begin].param.device()).unbind();
+    torch::_foreach_add_(steps, 1);  // the kernel reads each parameter's step count on the device
     const auto [beta1, beta2] = o.betas();
-    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, o.lr(), beta1, beta2,
+#if ZOO_FUSED_ADAMW_TENSOR_LR
+    const auto lr = device_lr(o, work[begin].param.device());
+#else
+    const double lr = o.lr();
+#endif
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2,
                       o.weight_decay(), o.eps(), o.amsgrad(), /*maximize=*/false);
     begin = end;
   }
-}
 #endif
+}
 
-}  // namespace
+// The group's learning rate as a tensor on `device`, written from its options unless a step is
+// being captured (before_replay() writes it then).
+torch::Tensor ThreadedAdamW::device_lr(const torch::optim::AdamWOptions& o, const torch::Device& device) {
+  auto& lr = device_lrs_[&o];
+  if (!lr.defined()) lr = torch::empty({}, torch::TensorOptions().dtype(torch::kFloat).device(device));
+  if (!capturing_) lr.fill_(o.lr());
+  return lr;
+}
+
+void ThreadedAdamW::before_replay() {
+  for (const auto& w : collect()) {
+    auto& s = *w.state;
+    s.step(s.step() + 1);
+    device_steps_[w.param.unsafeGetTensorImpl()].host = static_cast<double>(s.step());
+  }
+  for (auto& [options, lr] : device_lrs_) lr.fill_(options->lr());
+}
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model, const TrainOptions& o) {
   auto [decay, no_decay] = split_by_decay(model.named_parameters(), o.weight_decay_exclude);
@@ -131,26 +166,32 @@ double clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm)
 }
 
 double clip_grad_norm_foreach(const std::vector<torch::Tensor>& params, double max_norm) {
+  const auto norm = clip_grad_norm_async(params, max_norm);
+  return norm.defined() ? norm.item<double>() : 0.0;
+}
+
+torch::Tensor clip_grad_norm_async(const std::vector<torch::Tensor>& params, double max_norm) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> grads;
   for (const auto& p : params)
     if (p.grad().defined()) grads.push_back(p.grad());
-  if (grads.empty()) return 0.0;
-  const double norm = torch::stack(torch::_foreach_norm(grads, 2)).norm().item<double>();
-  const double coef = max_norm / (norm + 1e-6);  // as LibTorch's
-  if (coef < 1) torch::_foreach_mul_(grads, coef);
+  if (grads.empty()) return {};
+  auto norm = torch::stack(torch::_foreach_norm(grads, 2)).norm();
+  // As LibTorch's: the gradients times min(1, max_norm / (norm + 1e-6)); a factor of exactly 1
+  // leaves them as they are.
+  const auto coef = (max_norm / (norm + 1e-6)).clamp_max(1.0);
+#if ZOO_FUSED_ADAMW_TENSOR_LR  // the same LibTorch versions have a tensor factor for _foreach_mul_
+  torch::_foreach_mul_(grads, coef.to(grads.front().scalar_type()));
+#else
+  for (auto& g : grads) g.mul_(coef.to(g.scalar_type()));
+#endif
   return norm;
 }
 
-torch::Tensor ThreadedAdamW::step(LossClosure closure) {
-  torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure) {
-    torch::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
+// The parameters with a gradient, each with its state (created as AdamW::step does) and its
+// group's options.
+std::vector<ThreadedAdamW::Work> ThreadedAdamW::collect() {
   std::vector<Work> work;
-  int64_t total = 0;
   for (auto& group : param_groups_) {
     const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
     for (auto& p : group.params()) {
@@ -166,9 +207,21 @@ torch::Tensor ThreadedAdamW::step(LossClosure closure) {
         slot = std::move(state);
       }
       work.push_back({p, static_cast<torch::optim::AdamWParamState*>(slot.get()), &options});
-      total += p.numel();
     }
   }
+  return work;
+}
+
+torch::Tensor ThreadedAdamW::step(LossClosure closure) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss;
+  if (closure) {
+    torch::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  const std::vector<Work> work = collect();
+  int64_t total = 0;
+  for (const auto& w : work) total += w.param.numel();
   auto update = [](const Work& w) {
     auto& p = const_cast<torch::Tensor&>(w.param);
     const auto& grad = p.grad();
@@ -191,12 +244,10 @@ torch::Tensor ThreadedAdamW::step(LossClosure closure) {
     p.addcdiv_(s.exp_avg(), denom, -o.lr() / bias_correction1);
   };
   if (work.empty()) return loss;
-#if ZOO_FUSED_ADAMW
-  if (work.front().param.is_cuda()) {
+  if (ZOO_FUSED_ADAMW && work.front().param.is_cuda()) {
     fused_update(work);
     return loss;
   }
-#endif
   const int64_t threads = at::get_num_threads();
   if (threads <= 1 || !work.front().param.device().is_cpu() || at::in_parallel_region()) {
     for (const auto& w : work) update(w);

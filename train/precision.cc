@@ -36,11 +36,23 @@ std::string bf16_problem(const torch::Device& device) {
              "); use train.precision=fp32");
 #endif
 }
+// Why fp16 autocast with loss scaling cannot run on `device`, or "" when it can.
+std::string fp16_problem(const torch::Device& device) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (device.is_cuda()) return "";
+#endif
+  return cat("train.precision=fp16 (autocast with loss scaling) runs on CUDA with LibTorch >= 2.0 only (this run: ",
+             device.str(), ", LibTorch ", TORCH_VERSION, "); use train.precision=bf16 where the device has it, or fp32");
+}
 }  // namespace
+
+torch::ScalarType autocast_dtype(const std::string& precision) {
+  return precision == "fp16" ? torch::kHalf : torch::kBFloat16;
+}
 
 void check_precision(const std::string& precision, const torch::Device& device) {
   if (precision == "fp32") return;
-  const std::string problem = bf16_problem(device);
+  const std::string problem = precision == "fp16" ? fp16_problem(device) : bf16_problem(device);
   if (!problem.empty()) throw Error(problem);
 }
 
@@ -103,10 +115,12 @@ std::string agree_on_precision(const std::string& resolved, Collective& collecti
 
 std::string evaluation_precision(const std::string& trained, const torch::Device& device) {
   if (trained == "bf16") return bf16_problem(device).empty() ? "bf16" : "fp32";
+  if (trained == "fp16") return fp16_problem(device).empty() ? "fp16" : "fp32";
   return resolve_precision(trained, device);
 }
 
-AutocastGuard::AutocastGuard(bool enabled, const torch::Device& device) : enabled_(enabled), cpu_(device.is_cpu()) {
+AutocastGuard::AutocastGuard(bool enabled, const torch::Device& device, torch::ScalarType dtype)
+    : enabled_(enabled), cpu_(device.is_cpu()), dtype_(dtype) {
   if (enabled_) set(true);
 }
 
@@ -120,14 +134,14 @@ void AutocastGuard::set(bool on) const {
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
   const auto type = cpu_ ? at::kCPU : at::kCUDA;
   at::autocast::set_autocast_enabled(type, on);
-  if (on) at::autocast::set_autocast_dtype(type, at::kBFloat16);
+  if (on) at::autocast::set_autocast_dtype(type, dtype_);
 #else
   if (cpu_) {
     at::autocast::set_cpu_enabled(on);
-    if (on) at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    if (on) at::autocast::set_autocast_cpu_dtype(dtype_);
   } else {
     at::autocast::set_enabled(on);
-    if (on) at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    if (on) at::autocast::set_autocast_gpu_dtype(dtype_);
   }
 #endif
 }

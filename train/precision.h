@@ -7,13 +7,13 @@
 
 namespace zoo {
 
-/// bf16 autocast for the forward pass while alive (when `enabled`): on CUDA with LibTorch >= 2,
-/// on CPUs with native bf16 (cpu_bf16_support() in train/device.h); check_precision() says
-/// which. Autocast is thread-local: every thread that runs a forward pass (the per-core
-/// slices) needs its own guard.
+/// bf16 (or `dtype`, fp16 on CUDA) autocast for the forward pass while alive (when `enabled`):
+/// on CUDA with LibTorch >= 2, on CPUs with native bf16 (cpu_bf16_support() in
+/// train/device.h); check_precision() says which. Autocast is thread-local: every thread that
+/// runs a forward pass (the per-core slices) needs its own guard.
 class AutocastGuard {
  public:
-  AutocastGuard(bool enabled, const torch::Device& device);
+  AutocastGuard(bool enabled, const torch::Device& device, torch::ScalarType dtype = torch::kBFloat16);
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;
   AutocastGuard& operator=(const AutocastGuard&) = delete;
@@ -21,6 +21,7 @@ class AutocastGuard {
  private:
   void set(bool on) const;
   bool enabled_, cpu_;
+  torch::ScalarType dtype_;
 };
 
 /// The CPU's matrix-product speed in fp32 and bf16 (GFLOP/s of a 1024^3 product, the best of
@@ -37,9 +38,14 @@ struct CpuMatmulProbe {
 /// without native bf16.
 const CpuMatmulProbe& cpu_matmul_probe();
 
-/// Throws zoo::Error unless `precision` ("fp32" | "bf16") can run on `device`.
+/// The autocast dtype of a resolved train.precision: fp16 for "fp16", else bf16 (whether to
+/// autocast at all: precision != "fp32").
+torch::ScalarType autocast_dtype(const std::string& precision);
+
+/// Throws zoo::Error unless `precision` ("fp32" | "bf16" | "fp16") can run on `device`.
+/// fp16 (with loss scaling, train/grad_scaler.h) runs on CUDA only.
 void check_precision(const std::string& precision, const torch::Device& device);
-/// "fp32" or "bf16" for train.precision on `device`: "auto" is bf16 where check_precision
+/// "fp32", "bf16" or "fp16" for train.precision on `device`: "auto" is bf16 where check_precision
 /// accepts it (on the CPU: and where cpu_matmul_probe() finds bf16 faster), else fp32; the
 /// others are checked (zoo::Error when they cannot run).
 std::string resolve_precision(const std::string& precision, const torch::Device& device);

@@ -31,7 +31,7 @@ auto in_eval_mode(Task& task, const torch::Device& device, const std::string& pr
     ~Restore() { m.train(training); }
   } restore{*model, was_training};
   torch::NoGradGuard no_grad;
-  AutocastGuard autocast(precision == "bf16", device);
+  AutocastGuard autocast(precision != "fp32", device, autocast_dtype(precision));
   return f();
 }
 

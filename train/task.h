@@ -46,7 +46,7 @@ struct TaskContext {
   int64_t seed = 42;                  ///< train.seed (the global RNG is seeded by make_task)
   double label_smoothing = 0.0;       ///< train.label_smoothing_factor: training losses only
   torch::Device device{torch::kCPU};  ///< where the model and the batches are
-  std::string precision = "fp32";     ///< "fp32" or "bf16" (autocast is the trainer's)
+  std::string precision = "fp32";     ///< "fp32", "bf16" or "fp16" (autocast is the trainer's)
   /// False on the processes of a data-parallel run other than rank 0: they prepare their
   /// data after rank 0 and must only read what it wrote in the output directory.
   bool primary = true;
@@ -95,6 +95,10 @@ class Task {
   /// batch-first, no randomness in the forward pass, no state changed by loss()). The
   /// trainer then gives each CPU core its own slice (see Trainer). Default: no.
   virtual bool splittable() const { return false; }
+  /// True when loss() is a function of the batch's tensors alone, computed on the device
+  /// without reading anything back (no .item(), no host-side choice per batch, no use of
+  /// Batch::seed), so that train.cuda_graphs may capture it once and replay it. Default: no.
+  virtual bool graphable() const { return false; }
 
   /// Metrics on a split ("valid" during training, "valid"/"test" from `zoo eval`), always
   /// including "loss". Callers go through zoo::evaluate(), which puts the model in eval mode
@@ -143,9 +147,9 @@ class Task {
   TaskContext context_;
 };
 
-/// task.evaluate(...) with the model in eval mode and gradients off, and under bf16 autocast
-/// when `precision` is "bf16" (the resolved train.precision: the forward passes then run as in
-/// training); the model's mode is restored afterwards.
+/// task.evaluate(...) with the model in eval mode and gradients off, and under bf16 (fp16)
+/// autocast when `precision` is "bf16" ("fp16"; the resolved train.precision: the forward
+/// passes then run as in training); the model's mode is restored afterwards.
 Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
                  const std::string& precision = "fp32");
 

@@ -46,6 +46,7 @@ struct TrainOptions {
   std::string ddp_backend = "auto";  // data parallel (train/distributed.h)
   double ddp_timeout = 1800;
   double ddp_bucket_cap_mb = 25;
+  bool cuda_graphs = false;
 
   template <class V>
   void fields(V& v) {
@@ -88,9 +89,10 @@ struct TrainOptions {
       at_least(0));
     v("seed", seed, "seed for init, data order, augmentation and dropout", between(0, 9.0e15));
     v("precision", precision,
-      "fp32; bf16 autocast (CUDA with LibTorch >= 2, CPUs with AVX512-BF16 or AMX); auto: bf16 where the device "
-      "has it, else fp32",
-      one_of({"fp32", "bf16", "auto"}));
+      "fp32; bf16 autocast (CUDA with LibTorch >= 2, CPUs with AVX512-BF16 or AMX); fp16 autocast with dynamic "
+      "loss scaling (CUDA only; scale 2^16, halved on inf/NaN with the step skipped, doubled after 2,000 clean "
+      "steps); auto: bf16 where the device has it, else fp32",
+      one_of({"fp32", "bf16", "fp16", "auto"}));
     v("dataloader_prefetch", dataloader_prefetch, "batches prepared ahead by the loader thread", between(1, 64));
     v("report_to_tensorboard", report_to_tensorboard, "write a TensorBoard event file in the output directory");
     v("init_from", init_from,
@@ -107,6 +109,10 @@ struct TrainOptions {
       "data parallel: seconds to wait for the other processes (rendezvous and every collective) before every rank "
       "stops with an error",
       between(1, 1e7));
+    v("cuda_graphs", cuda_graphs,
+      "CUDA (LibTorch >= 2.2): capture the optimizer step (forward, backward, clipping, AdamW) once as a CUDA "
+      "graph and replay it for every batch of the same shapes; language modelling and image classification, "
+      "adamw, one process, no gradient accumulation");
     v("ddp_bucket_cap_mb", ddp_bucket_cap_mb, "data parallel: size of the gradient buckets all-reduced during backward",
       between(0.001, 1e4));
   }

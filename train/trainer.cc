@@ -7,6 +7,7 @@
 
 #include "train/batch_stream.h"
 #include "train/checkpoint.h"
+#include "train/graphed_step.h"
 #include "train/logging.h"
 
 namespace fs = std::filesystem;
@@ -106,6 +107,7 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   greater_ = o_.metric_for_best_model.empty() ? best_metric_ != "loss" : o_.greater_is_better;
   state_.best_value = greater_ ? -INFINITY : INFINITY;
 
+  if (precision_ == "fp16") scaler_.emplace();
   if (!args_.resume_from.empty()) restore(args_.resume_from);
   if (args_.collective) {
     // Rank 0 draws what a single process draws; the others their own dropout.
@@ -116,6 +118,16 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   // One batch slice per core on the CPU (see forward_backward).
   shards_ = args_.device.is_cpu() && task_.splittable() ? at::get_num_threads() : 1;
   params_ = model_->parameters();
+  if (o_.cuda_graphs && scaler_)
+    throw Error("train.cuda_graphs does not run with train.precision=fp16 (loss scaling decides on the host "
+                "whether to skip each step); use train.precision=bf16");
+  if (o_.cuda_graphs) {
+    const std::string why = cuda_graphs_refusal(args_.device, task_, *optimizer_, o_.gradient_accumulation_steps,
+                                                args_.collective != nullptr || args_.hooks.after_backward != nullptr);
+    if (!why.empty()) throw Error(why);
+    graphed_ = std::make_unique<GraphedTrainStep>(task_, static_cast<ThreadedAdamW&>(*optimizer_), params_,
+                                                  precision_ != "fp32", args_.device, o_.max_grad_norm);
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -159,6 +171,7 @@ void Trainer::restore(const std::string& from) {
     throw Error(cat(from, " was saved by ", std::max<size_t>(1, per_rank.size()), " process(es); this run has ",
                     world(), ": resume with the same number of processes"));
   restore_rng_state(rank() > 0 ? per_rank.at(rank()) : st.at("rng_state"), args_.device);
+  if (scaler_ && st.contains("grad_scaler")) scaler_->load(st["grad_scaler"]);
   if (state_.step >= total_steps_)
     throw Error(cat(from, " is at step ", state_.step, ", the run's last step is ", total_steps_,
                     "; raise train.max_steps (--set train.max_steps=N) to train further"));
@@ -196,6 +209,7 @@ void Trainer::save(const Metrics* eval_metrics) {
              {"seed", o_.seed},
              {"rng_state", rng_state(args_.device)}};
   if (args_.collective) st["rng_state_per_rank"] = per_rank;
+  if (scaler_) st["grad_scaler"] = scaler_->state();
   if (eval_metrics) st["eval_metrics"] = *eval_metrics;
   write_json_file(w.path("trainer_state.json"), st);
   result_.last_checkpoint = w.commit();
@@ -223,8 +237,11 @@ bool Trainer::evaluate(Metrics* metrics) {
 }
 
 LossValues Trainer::accumulate_gradients(BatchStream& stream, int64_t* examples) {
-  const bool autocast = precision_ == "bf16";
+  const bool autocast = precision_ != "fp32";
+  const auto dtype = autocast_dtype(precision_);
   const torch::Device device = args_.device;
+  // fp16: the loss times the scale, so that small gradients are not lost (unscaled in run()).
+  const double scale = scaler_ ? scaler_->scale() : 1.0;
   LossValues step_loss;
   *examples = 0;
   for (int64_t micro = 0; micro < o_.gradient_accumulation_steps; ++micro) {
@@ -233,19 +250,11 @@ LossValues Trainer::accumulate_gradients(BatchStream& stream, int64_t* examples)
     if (args_.collective) args_.collective->prepare_backward(shards_ == 1 && micro + 1 == o_.gradient_accumulation_steps);
     const auto value = forward_backward(
         [&](const Batch& b) {
-          AutocastGuard ac(autocast, device);  // the forward pass only, as PyTorch recommends
+          AutocastGuard ac(autocast, device, dtype);  // the forward pass only, as PyTorch recommends
           return task_.loss(b);
         },
-        batch, 1.0 / static_cast<double>(o_.gradient_accumulation_steps), shards_, params_,
-        [&](double v) {
-          if (std::isfinite(v)) return;
-          const std::string last = latest_checkpoint(args_.output_dir);
-          throw Error(cat("loss is ", v, " at step ", state_.step + 1, " (micro-batch ", micro + 1, "); stopping. ",
-                          last.empty() ? std::string("No checkpoint was written yet.")
-                                       : cat("The last good checkpoint is ", last, "."),
-                          " Try a lower train.learning_rate or train.max_grad_norm."));
-        },
-        /*onednn=*/autocast);
+        batch, scale / static_cast<double>(o_.gradient_accumulation_steps), shards_, params_,
+        [&](double v) { check_loss(v, micro); }, /*onednn=*/autocast && device.is_cpu());
     const double share = 1.0 / static_cast<double>(o_.gradient_accumulation_steps);
     step_loss.total += value.total * share;
     for (const auto& [name, x] : value.parts) step_loss.parts[name] += x * share;
@@ -255,6 +264,28 @@ LossValues Trainer::accumulate_gradients(BatchStream& stream, int64_t* examples)
     state_.index = item.index + 1;
   }
   return step_loss;
+}
+
+void Trainer::check_loss(double value, int64_t micro_batch) const {
+  if (std::isfinite(value)) return;
+  const std::string last = latest_checkpoint(args_.output_dir);
+  throw Error(cat("loss is ", value, " at step ", state_.step + 1, " (micro-batch ", micro_batch + 1, "); stopping. ",
+                  last.empty() ? std::string("No checkpoint was written yet.")
+                               : cat("The last good checkpoint is ", last, "."),
+                  " Try a lower train.learning_rate or train.max_grad_norm."));
+}
+
+LossValues Trainer::graphed_step(BatchStream& stream, int64_t* examples, double* grad_norm) {
+  auto item = stream.next();
+  const Batch batch = item.batch.to(args_.device);
+  // The graph updates the weights before the loss is read back: a non-finite loss stops the
+  // run after its step, and the checkpoints on disk are the good ones.
+  const LossValues loss = graphed_->run(batch, grad_norm);
+  check_loss(loss.total, 0);
+  *examples = batch.size;
+  state_.epoch = item.epoch;
+  state_.index = item.index + 1;
+  return loss;
 }
 
 void Trainer::log_step(const LossValues& loss, double lr, double grad_norm, int64_t examples) {
@@ -275,6 +306,7 @@ void Trainer::log_step(const LossValues& loss, double lr, double grad_norm, int6
                  {"elapsed_seconds", std::chrono::duration<double>(now - start_).count()}};
   for (const auto& [name, x] : window_.loss.parts) values["loss_" + name] = x / n;
   if (std::isfinite(grad_norm)) values["grad_norm"] = grad_norm;
+  if (scaler_) values["loss_scale"] = scaler_->scale();
   log_->log_train(state_.step, values);
   window_ = Window{};
   window_.start = std::chrono::steady_clock::now();
@@ -300,17 +332,28 @@ TrainResult Trainer::run() {
   model_->train();
   start_ = window_.start = std::chrono::steady_clock::now();
   while (state_.step < total_steps_) {
-    optimizer_->zero_grad();
-    int64_t examples = 0;
-    LossValues loss = accumulate_gradients(stream, &examples);
-    if (args_.collective) args_.collective->average_gradients();
-    if (args_.hooks.after_backward) args_.hooks.after_backward(params_);
-    const bool interrupted = reduce_step(&loss, &examples, stop_requested().load());
-    double grad_norm = NAN;
-    if (o_.max_grad_norm > 0) grad_norm = clip_grad_norm(params_, o_.max_grad_norm);
     const double lr = o_.learning_rate * lr_factor(o_.lr_scheduler_type, state_.step, warmup_, total_steps_, o_.min_lr_rate);
     for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
-    optimizer_->step();
+    int64_t examples = 0;
+    double grad_norm = NAN;
+    LossValues loss;
+    bool interrupted = false;
+    if (graphed_) {
+      loss = graphed_step(stream, &examples, &grad_norm);
+      interrupted = stop_requested().load();
+    } else {
+      optimizer_->zero_grad();
+      loss = accumulate_gradients(stream, &examples);
+      if (args_.collective) args_.collective->average_gradients();
+      if (args_.hooks.after_backward) args_.hooks.after_backward(params_);
+      interrupted = reduce_step(&loss, &examples, stop_requested().load());
+      // fp16: the gradients back to their true size before clipping; a step with inf/NaN ones
+      // is skipped (its loss still logged), and the scale follows (train/grad_scaler.h).
+      const bool skip = scaler_ && scaler_->unscale(params_);
+      if (!skip && o_.max_grad_norm > 0) grad_norm = clip_grad_norm(params_, o_.max_grad_norm);
+      if (!skip) optimizer_->step();
+      if (scaler_) scaler_->update(skip);
+    }
     ++state_.step;
     if (average_) average_->update(state_.step);
     state_.examples_seen += static_cast<double>(examples);

@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include "train/collective.h"
+#include "train/grad_scaler.h"
 #include "train/config.h"
 #include "train/optimizers.h"
 #include "train/precision.h"
@@ -29,6 +30,7 @@
 namespace zoo {
 
 class BatchStream;
+class GraphedTrainStep;
 class TrainLogger;
 
 /// Where data-parallel training plugs in; both are optional.
@@ -91,6 +93,11 @@ class Trainer {
   void restore(const std::string& dir);
   // Forward and backward of one optimizer step's micro-batches; the mean loss.
   LossValues accumulate_gradients(BatchStream& stream, int64_t* examples);
+  // train.cuda_graphs: the whole step through the captured graph; the loss, and the gradient
+  // norm before clipping.
+  LossValues graphed_step(BatchStream& stream, int64_t* examples, double* grad_norm);
+  // Throws, naming the step and the last good checkpoint, unless the loss is finite.
+  void check_loss(double value, int64_t micro_batch) const;
   void log_step(const LossValues& loss, double lr, double grad_norm, int64_t examples);
   // Evaluates on "valid" (with the weight average); returns whether the metric improved.
   bool evaluate(Metrics* metrics);
@@ -114,12 +121,14 @@ class Trainer {
   TrainOptions o_;
   json config_;  // the task's resolved config, written with every checkpoint
   std::string model_type() const { return config_.at("model").value("model_type", ""); }
-  std::string precision_;  // "fp32" or "bf16"
+  std::string precision_;  // "fp32", "bf16" or "fp16"
   std::shared_ptr<torch::nn::Module> model_;
   std::vector<torch::Tensor> params_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::optional<WeightAverage> average_;
   std::unique_ptr<TrainLogger> log_;
+  std::unique_ptr<GraphedTrainStep> graphed_;  // train.cuda_graphs
+  std::optional<GradScaler> scaler_;  // train.precision=fp16
   int64_t micro_batches_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, warmup_ = 0, shards_ = 1;
   std::string best_metric_;
   bool greater_ = false;

@@ -58,6 +58,7 @@ class ImageClassificationTask : public Task, public ImageClassifier {
   Loss loss(const Batch& batch) override;
   /// Yes unless the model uses dropout (its random draws would depend on thread timing).
   bool splittable() const override;
+  bool graphable() const override { return true; }
   Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
   std::optional<Metrics> evaluation_sums(const std::string& split, int64_t batch_size, const torch::Device& device,
                                          int64_t shard, int64_t shards) override;

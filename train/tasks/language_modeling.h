@@ -61,6 +61,7 @@ class LanguageModelingTask : public Task, public TextGenerator {
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   Loss loss(const Batch& batch) override;
   bool splittable() const override;
+  bool graphable() const override { return true; }
   Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
   std::optional<Metrics> evaluation_sums(const std::string& split, int64_t batch_size, const torch::Device& device,
                                          int64_t shard, int64_t shards) override;
