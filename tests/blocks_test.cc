@@ -428,8 +428,9 @@ TEST(Linear, IsXWtPlusBWithGradientsOnEveryDevice) {
         auto want = x0.matmul(w0.t());
         if (with_bias) want = want + b0;
         for (const auto& device : devices) {
-          auto x = x0.to(device, dtype).requires_grad_(), w = w0.to(device, dtype).requires_grad_();
-          auto b = with_bias ? b0.to(device, dtype).requires_grad_() : torch::Tensor();
+          // detach(): to() returns x0 itself where nothing changes, and x0 must stay a plain tensor.
+          auto x = x0.to(device, dtype).detach().requires_grad_(), w = w0.to(device, dtype).detach().requires_grad_();
+          auto b = with_bias ? b0.to(device, dtype).detach().requires_grad_() : torch::Tensor();
           auto y = linear(x, w, b);
           y.sum().backward();
           const double tol = dtype == torch::kFloat ? 1e-5 : 0.1;
@@ -446,6 +447,37 @@ TEST(Linear, IsXWtPlusBWithGradientsOnEveryDevice) {
             EXPECT_TRUE(torch::allclose(b.grad().cpu().to(torch::kFloat), torch::full({7}, float(rows.size(0))))) << what;
           }
         }
+      }
+}
+
+// The padded product (what CUDA runs for output widths like GPT-2's 50,257) has the plain
+// product's values and gradients, with and without a bias, for a width that needs padding and
+// one that does not; its result has the plain shape. On CUDA also through linear() itself, with
+// enough rows (and a wide enough output) for linear() to choose it.
+TEST(Linear, PaddedOutputWidthGivesThePlainProductAndGradients) {
+  torch::manual_seed(9);
+  std::vector<torch::Device> devices{torch::kCPU};
+  if (torch::cuda::is_available()) devices.emplace_back(torch::kCUDA);
+  for (const auto& device : devices)
+    for (int64_t n : {1037, 1024})
+      for (bool with_bias : {true, false}) {
+        const auto x0 = torch::randn({2, 150, 16}), w0 = torch::randn({n, 16}), b0 = torch::randn({n}),
+                   g = torch::randn({2, 150, n});
+        auto grads = [&](bool padded) {
+          auto x = x0.to(device).detach().requires_grad_(), w = w0.to(device).detach().requires_grad_();
+          auto b = with_bias ? b0.to(device).detach().requires_grad_() : torch::Tensor();
+          auto y = padded ? linear_padded(x, w, b) : at::linear(x, w, with_bias ? c10::optional<at::Tensor>(b) : c10::nullopt);
+          if (padded && device.is_cuda()) y = linear(x, w, b);  // linear() pads there by itself
+          (y * g.to(device)).sum().backward();
+          std::vector<torch::Tensor> out{y.detach().cpu(), x.grad().cpu(), w.grad().cpu()};
+          if (with_bias) out.push_back(b.grad().cpu());
+          return out;
+        };
+        const auto want = grads(false), got = grads(true);
+        const std::string what = device.str() + " n=" + std::to_string(n) + (with_bias ? " with bias" : "");
+        EXPECT_EQ(got[0].sizes(), want[0].sizes()) << what;
+        for (size_t i = 0; i < want.size(); ++i)
+          EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-4)) << what << ", tensor " << i;
       }
 }
 

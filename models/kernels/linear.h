@@ -11,8 +11,23 @@ namespace zoo::models {
 /// (cached decoding of one sequence) as a matrix-vector product, which reads W once where
 /// OpenBLAS's matrix product first copies it into packed panels. Elsewhere ATen's
 /// `linear`, as PyTorch's Python Linear: on CUDA the bias is added in the GEMM's epilogue
-/// instead of a pass of its own over the output.
-inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {}) {
+/// instead of a pass of its own over the output; there, an output width that is not a multiple
+/// of 8 (GPT-2's 50,257-word vocabulary) goes through linear_padded (tensor-core products need
+/// rows of 16 bytes; without them cuBLAS falls back to far slower kernels, docs/results.md).
+inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
+
+/// x W^T + b with W (and b) padded with zero rows to a multiple of `multiple` and the extra
+/// output columns dropped: the same values and gradients as linear(), as a view whose rows are
+/// `padded` wide. The padding is one copy of W per call (and one of its gradient).
+inline torch::Tensor linear_padded(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                                   int64_t multiple = 64) {
+  const int64_t n = weight.size(0), extra = (n + multiple - 1) / multiple * multiple - n;
+  const auto w = torch::constant_pad_nd(weight, {0, 0, 0, extra});
+  const auto b = bias.defined() ? c10::optional<at::Tensor>(torch::constant_pad_nd(bias, {0, extra})) : c10::nullopt;
+  return at::linear(x, w, b).narrow(-1, 0, n);
+}
+
+inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (x.is_cpu()) {
     if (x.dim() >= 1 && x.numel() == x.size(-1)) {  // one row: cached decoding of one sequence
       const auto row = x.reshape({-1});
@@ -29,6 +44,9 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
     // for PyTorch's linear.
     return y.add_(bias.to(y.scalar_type()));  // the bias itself where the dtypes agree
   }
+  const bool many_rows = x.dim() >= 1 && x.numel() >= 256 * x.size(-1);  // not one decoding step's few rows
+  if (x.is_cuda() && weight.size(0) % 8 != 0 && weight.size(0) >= 1024 && many_rows)
+    return linear_padded(x, weight, bias);
   return at::linear(x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
 }
 
