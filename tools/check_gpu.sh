@@ -19,14 +19,23 @@
 #               the same validation loss as zoo eval; a transformers GPT2LMHeadModel
 #               (save_pretrained) generates the same greedy text in zoo, and zoo fine-tunes it
 #               (train.init_from) into an export transformers loads, again with zoo eval's loss
+#   speed, families, nccl, precision: tools/check_gpu_speed.sh (GPT-2 124M against eager
+#               PyTorch and torch.compile with phases and kernel tables, CUDA graphs; the other
+#               families' steps beside their Python twins; NCCL with one and two processes;
+#               train_shakespeare_char in bf16, fp16 and with train.cuda_graphs)
 #
 #   tools/check_gpu.sh [--parts LIST] [--deps PREFIX | --debs DIR] [--data DIR] [--out OUT_DIR]
-#                      [--steps N] [--skip-tests]
+#                      [--steps N] [--skip-tests] [--targets LIST] [--tests-regex RE] [--budget S]
 #
-# --parts: a comma-separated subset of tests,vit,gpt-bench,gpt-recipe,gpt-interop (default:
-# all; `build` alone: only the build), so that a machine lent for minutes at a time runs them
-# one call each: the build (build-gpu/) and the runs (build-gpu/check-runs/) are kept between
-# calls.
+# --parts: a comma-separated subset of tests,vit,gpt-bench,gpt-recipe,gpt-interop,speed,
+# families,nccl,precision (default: all; `build` alone: only the build), so that a machine lent for
+# minutes at a time runs them one call each: the build (build-gpu/) and the runs
+# (build-gpu/check-runs/) are kept between calls.
+# --targets: build only these CMake targets (space-separated; default: all), the tests part
+# then runs the tests of those built (--tests-regex RE: only those ctest -R RE selects).
+# --budget S: the seconds this call may take; a part that would not fit in what is left is
+# skipped, and says so. When the build fails it is tried once more without the CUDA-graph code
+# (-DZOO_CUDA_GRAPHS=OFF), and build.log says so.
 # --deps PREFIX: a prefix with the build dependencies unpacked (for a machine without apt:
 # `dpkg -x` of Debian's libsentencepiece-dev, libsentencepiece0, libprotobuf-lite32,
 # nlohmann-json3-dev, libcli11-dev, libgtest-dev, libstb-dev, libicu-dev, libicu72,
@@ -38,7 +47,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 DEPS="" DEBS="" DATA=/usr/share/datasets/fashion-mnist OUT_DIR=gpu-check STEPS=600
-PARTS=tests,vit,gpt-bench,gpt-recipe,gpt-interop
+PARTS=tests,vit,gpt-bench,gpt-recipe,gpt-interop,speed,families,nccl,precision TARGETS="" TESTS_RE="" BUDGET=0
+START=$(date +%s)
 while [ $# -gt 0 ]; do
   case "$1" in
     --parts) PARTS=$2; shift 2 ;;
@@ -47,6 +57,9 @@ while [ $# -gt 0 ]; do
     --data) DATA=$(realpath "$2"); shift 2 ;;
     --out) OUT_DIR=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
+    --targets) TARGETS=$2; shift 2 ;;
+    --tests-regex) TESTS_RE=$2; shift 2 ;;
+    --budget) BUDGET=$2; shift 2 ;;
     --skip-tests) PARTS=$(echo ",$PARTS," | sed 's/,tests,/,/; s/^,//; s/,$//'); shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "check_gpu.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
@@ -54,12 +67,20 @@ while [ $# -gt 0 ]; do
 done
 for part in ${PARTS//,/ }; do
   case "$part" in
-    build|tests|vit|gpt-bench|gpt-recipe|gpt-interop) ;;
-    *) echo "check_gpu.sh: unknown part '$part' in --parts (build, tests, vit, gpt-bench, gpt-recipe, gpt-interop)" >&2
+    build|tests|vit|gpt-bench|gpt-recipe|gpt-interop|speed|families|nccl|precision) ;;
+    *) echo "check_gpu.sh: unknown part '$part' in --parts (build, tests, vit, gpt-bench, gpt-recipe, gpt-interop, speed, families, nccl, precision)" >&2
        exit 2 ;;
   esac
 done
 want() { case ",$PARTS," in *",$1,"*) return 0 ;; esac; return 1; }
+# left SECONDS NAME: whether SECONDS are left of --budget (always, without one); else says so.
+left() {
+  [ "$BUDGET" -le 0 ] && return 0
+  local rest=$((BUDGET - ($(date +%s) - START)))
+  [ "$rest" -ge "$1" ] && return 0
+  echo "== skipped $2: $rest s left of --budget $BUDGET, it needs about $1"
+  return 1
+}
 mkdir -p "$OUT_DIR"
 OUT_DIR=$(realpath "$OUT_DIR")
 PY=$(command -v python3)
@@ -84,18 +105,39 @@ status=0
 step() { echo "== $*"; }
 
 step "build against $TORCH_PREFIX"
-{ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIX_PATH" \
-    -DZOO_PYTHON="$PY" && cmake --build "$BUILD" -- -k 0; } >"$OUT_DIR/build.log" 2>&1 || {
-  echo "build failed: $OUT_DIR/build.log"; tail -40 "$OUT_DIR/build.log"; exit 1; }
-echo "compiler warnings from zoo's code: $(grep -c 'warning:' "$OUT_DIR/build.log")"
+build() {  # extra cmake arguments
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIX_PATH" -DZOO_PYTHON="$PY" "$@" &&
+    cmake --build "$BUILD" ${TARGETS:+--target $TARGETS} -- -k 0
+}
+off=()
+if ! build -DZOO_CUDA_GRAPHS=ON -DZOO_NCCL=ON >"$OUT_DIR/build.log" 2>&1; then
+  # Once more without the code that failed: the NCCL backend (train/distributed.cc), the CUDA
+  # graphs (train/cuda_graph.cc, train/optimizers.cc), or both when the errors name neither.
+  off=()
+  grep -q "^FAILED: .*distributed.cc" "$OUT_DIR/build.log" && off+=(-DZOO_NCCL=OFF)
+  grep -qE "^FAILED: .*(cuda_graph|optimizers|graphed_step).cc" "$OUT_DIR/build.log" && off+=(-DZOO_CUDA_GRAPHS=OFF)
+  if [ ${#off[@]} -eq 0 ] && [ -x "$BUILD/zoo" ] && ! grep -q "^FAILED: .*zoo_core" "$OUT_DIR/build.log"; then
+    echo "build: only benchmarks or tests failed (build.log); going on without them"
+    grep -E "^FAILED" "$OUT_DIR/build.log"
+    grep -E -A3 "error:" "$OUT_DIR/build.log" | head -30
+    off=(skip)
+  fi
+  [ ${#off[@]} -eq 0 ] && off=(-DZOO_NCCL=OFF -DZOO_CUDA_GRAPHS=OFF)
+fi
+if [ "${off[*]:-}" = skip ]; then
+  status=1
+elif [ ${#off[@]} -gt 0 ]; then
+  echo "build failed; trying again with ${off[*]} (the errors: build.log)"
+  grep -E -A3 "error:" "$OUT_DIR/build.log" | head -40
+  echo "== again with ${off[*]}" >>"$OUT_DIR/build.log"
+  status=1
+  build -DZOO_CUDA_GRAPHS=ON -DZOO_NCCL=ON "${off[@]}" >>"$OUT_DIR/build.log" 2>&1 || {
+    echo "build failed: $OUT_DIR/build.log"; tail -40 "$OUT_DIR/build.log"; exit 1; }
+fi
+echo "build: $(($(date +%s) - START)) s; compiler warnings from zoo's code: $(grep -c 'warning:' "$OUT_DIR/build.log")"
 ZOO="$BUILD/zoo"
 "$ZOO" devices | tee "$OUT_DIR/devices.txt"
 
-if want tests; then
-  step "ctest"
-  (cd "$BUILD" && ctest -j "$(nproc)" --output-on-failure --timeout 600) >"$OUT_DIR/ctest.log" 2>&1 || status=1
-  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run|\*\*\*Skipped" "$OUT_DIR/ctest.log"
-fi
 
 RUNS=$BUILD/check-runs
 mkdir -p "$RUNS"
@@ -156,6 +198,16 @@ cat "$OUT_DIR/interop.txt"
 fi
 
 source tools/check_gpu_gpt.sh
+source tools/check_gpu_speed.sh
+
+# The tests last: the timings above run on an otherwise idle machine.
+if want tests && left 30 tests; then
+  step "ctest"
+  limit=$([ "$BUDGET" -gt 0 ] && echo $((BUDGET - ($(date +%s) - START) - 5)) || echo 3600)
+  (cd "$BUILD" && timeout "$limit" ctest -j "$(nproc)" --output-on-failure --timeout 600 ${TESTS_RE:+-R "$TESTS_RE"}) \
+    >"$OUT_DIR/ctest.log" 2>&1 || status=1
+  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run|\*\*\*Skipped" "$OUT_DIR/ctest.log"
+fi
 
 echo "check_gpu.sh: $([ $status = 0 ] && echo all checks passed || echo SOME CHECKS FAILED) (logs in $OUT_DIR)"
 exit $status

@@ -4,7 +4,8 @@
 //     Python model; prints JSON with the median step, the model FLOPs per step (6 N + 12 L H T
 //     per token, Kaplan et al. / PaLM appendix B), the machine's measured matrix-multiply peak
 //     on the same device, threads and precision, and the model FLOPs utilisation (MFU) of the
-//     median step. --device cuda and --precision bf16 (autocast, as train.precision=bf16) for
+//     median step. --device cuda and --precision bf16 (autocast, as train.precision=bf16; fp16:
+//     autocast with loss scaling, as train.precision=fp16) for
 //     the GPU figures, e.g. GPT-2 124M:
 //       zoo_bench_gpt --device cuda --precision bf16 --layers 12 --heads 12 --embd 768
 //         --block 1024 --vocab 50257 --batch 16
@@ -16,8 +17,14 @@
 //   generation (chrome://tracing).
 //   ZOO_BENCH_PHASES=1: also the median time of each phase (forward with the loss, backward,
 //   clipping, AdamW), the device synchronised between them (GPU time per phase on CUDA).
+//   ZOO_BENCH_KERNELS=FILE (LibTorch 2.x, CUDA): a Kineto trace with the GPU kernels of the
+//   timed steps, for tools/bench/kernel_table.py.
+//   --async-clip: clipping without reading the norm back to the host (zoo train reads it to
+//   log it). --cuda-graph: the whole step (forward to AdamW, clipping without reading back)
+//   captured once as a CUDA graph and replayed (LibTorch 2.x, CUDA).
 #include <chrono>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <torch/csrc/autograd/profiler_legacy.h>
@@ -29,7 +36,10 @@
 #include "models/generation.h"
 #include "models/gpt.h"
 #include "tools/bench/bench_util.h"
+#include "tools/bench/kernel_trace.h"
+#include "train/cuda_graph.h"
 #include "train/device.h"
+#include "train/grad_scaler.h"
 #include "train/optimizers.h"
 #include "train/precision.h"
 #include "train/slices.h"
@@ -67,7 +77,9 @@ double matmul_peak(int64_t n, const torch::Device& device, torch::ScalarType dty
 struct TrainSetup {
   int64_t batch, steps, warmup, shards;
   torch::Device device;
-  bool bf16;
+  std::string precision;  // fp32, bf16 or fp16
+  bool async_clip, cuda_graph;
+  bool amp() const { return precision != "fp32"; }
 };
 
 int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
@@ -80,46 +92,80 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   auto ids = torch::randint(0, o.vocab_size, {s.batch, t + 1}, torch::kLong).to(s.device);
   auto x = ids.narrow(1, 0, t).contiguous(), y = ids.narrow(1, 1, t).contiguous();
   auto loss_of = [&](const zoo::Batch& b) {
-    zoo::AutocastGuard autocast(s.bf16, s.device);  // the forward pass, as zoo train
+    zoo::AutocastGuard autocast(s.amp(), s.device, zoo::autocast_dtype(s.precision));  // the forward pass, as zoo train
     auto logits = model->forward(b.tensors[0]).to(torch::kFloat);
     return torch::nn::functional::cross_entropy(logits.flatten(0, 1), b.tensors[1].flatten());
   };
   // ZOO_BENCH_PHASES=1: the device is also synchronised between forward, backward, clipping
   // and AdamW, and each phase's median is printed (one slice: --shards 1).
   const bool phases = std::getenv("ZOO_BENCH_PHASES") != nullptr;
-  if (phases && s.shards != 1) throw zoo::Error("ZOO_BENCH_PHASES needs --shards 1");
+  if (phases && (s.shards != 1 || s.cuda_graph)) throw zoo::Error("ZOO_BENCH_PHASES needs --shards 1 and no --cuda-graph");
   std::vector<double> times, phase_times[4];
   auto lap = [&](std::chrono::steady_clock::time_point& t, int phase, bool timed) {
     sync(s.device);
     if (timed) phase_times[phase].push_back(seconds_since(t));
     t = std::chrono::steady_clock::now();
   };
+  const zoo::Batch batch{{x, y}, s.batch, 0};
+  std::optional<zoo::GradScaler> scaler;  // fp16: as zoo train (train/grad_scaler.h)
+  if (s.precision == "fp16") scaler.emplace();
+  int64_t skipped = 0;
+  auto clip = [&] {
+    if (s.async_clip || s.cuda_graph) zoo::clip_grad_norm_async(model->parameters(), 1.0);
+    else zoo::clip_grad_norm(model->parameters(), 1.0);  // as zoo train
+  };
+  // As train.cuda_graphs (train/graphed_step.cc): a few real steps on the side stream, then the
+  // captured one; the gradients unset before each so that backward allocates them.
+  std::unique_ptr<zoo::CudaGraphStep> graph;
+  if (s.cuda_graph)
+    graph = std::make_unique<zoo::CudaGraphStep>(
+        [&, runs = 0]() mutable {
+          opt.zero_grad();
+          loss_of(batch).backward();
+          clip();
+          opt.set_capturing(++runs > 3);
+          opt.step();
+          opt.set_capturing(false);
+        },
+        /*warmup=*/3);
   std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
+  std::unique_ptr<zoo::bench::KernelTrace> kernels;
   for (int64_t i = 0; i < s.warmup + s.steps; ++i) {
     if (i == s.warmup && std::getenv("ZOO_BENCH_PROFILE"))
       profile = std::make_unique<torch::autograd::profiler::RecordProfile>(std::getenv("ZOO_BENCH_PROFILE"));
+    if (i == s.warmup && std::getenv("ZOO_BENCH_KERNELS")) kernels = std::make_unique<zoo::bench::KernelTrace>();
     sync(s.device);
     const auto t0 = std::chrono::steady_clock::now();
     auto t = t0;
     const bool timed = i >= s.warmup;
-    opt.zero_grad();
-    if (phases) {
-      auto loss = loss_of(zoo::Batch{{x, y}, s.batch, 0});
-      lap(t, 0, timed);
-      loss.backward();
-      lap(t, 1, timed);
+    if (graph) {
+      opt.before_replay();
+      graph->replay();
     } else {
-      zoo::forward_backward(loss_of, zoo::Batch{{x, y}, s.batch, 0}, 1.0, s.shards, model->parameters(), {},
-                            /*onednn=*/s.bf16 && s.device.is_cpu());
+      opt.zero_grad();
+      const double scale = scaler ? scaler->scale() : 1.0;
+      if (phases) {
+        auto loss = loss_of(batch);
+        lap(t, 0, timed);
+        (loss * scale).backward();
+        lap(t, 1, timed);
+      } else {
+        zoo::forward_backward(loss_of, batch, scale, s.shards, model->parameters(), {},
+                              /*onednn=*/s.amp() && s.device.is_cpu());
+      }
+      const bool skip = scaler && scaler->unscale(model->parameters());
+      if (!skip) clip();
+      if (phases) lap(t, 2, timed);
+      if (!skip) opt.step();
+      if (scaler) scaler->update(skip);
+      skipped += skip;
+      if (phases) lap(t, 3, timed);
     }
-    zoo::clip_grad_norm(model->parameters(), 1.0);  // as zoo train
-    if (phases) lap(t, 2, timed);
-    opt.step();
-    if (phases) lap(t, 3, timed);
     sync(s.device);
     if (timed) times.push_back(seconds_since(t0));
   }
   profile.reset();
+  if (kernels) kernels->save(std::getenv("ZOO_BENCH_KERNELS"));
   std::string phase_json;
   if (phases) {
     const char* names[] = {"forward", "backward", "clip", "optimizer"};
@@ -133,9 +179,11 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   const double tokens = static_cast<double>(s.batch * t);
   const double flops = tokens * (6.0 * n + 12.0 * o.n_layer * o.n_embd * t);
   const double step = median(times);
-  const double peak = matmul_peak(s.device.is_cpu() ? 1024 : 8192, s.device, s.bf16 ? torch::kBFloat16 : torch::kFloat);
+  const double peak = matmul_peak(s.device.is_cpu() ? 1024 : 8192, s.device,
+                                  s.amp() ? zoo::autocast_dtype(s.precision) : torch::kFloat);
   std::cout << "{\"impl\":\"zoo (C++)\",\"device\":\"" << s.device.str() << "\",\"precision\":\""
-            << (s.bf16 ? "bf16" : "fp32") << "\",\"threads\":" << torch::get_num_threads() << ",\"shards\":" << s.shards
+            << s.precision << "\",\"cuda_graph\":" << (s.cuda_graph ? "true" : "false")
+            << ",\"skipped_steps\":" << skipped << ",\"async_clip\":" << (s.async_clip || s.cuda_graph ? "true" : "false") << ",\"threads\":" << torch::get_num_threads() << ",\"shards\":" << s.shards
             << ",\"batch\":" << s.batch << ",\"median_step_ms\":" << 1000 * step
             << ",\"tokens_per_s\":" << tokens / step
             << ",\"model_gflop_per_step\":" << flops / 1e9 << ",\"matmul_peak_gflops\":" << peak / 1e9
@@ -198,8 +246,11 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads);
   app.add_option("--shards", shards, "batch slices run at once (default: as zoo train, one per thread if no dropout)");
   app.add_option("--device", device_spec, "train: cpu, cuda, cuda:N or mps");
-  app.add_option("--precision", precision, "train: fp32, or bf16 autocast as train.precision=bf16")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option("--precision", precision, "train: fp32, bf16 or fp16 autocast as train.precision")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  bool async_clip = false, cuda_graph = false;
+  app.add_flag("--async-clip", async_clip, "train: clip without reading the norm back to the host");
+  app.add_flag("--cuda-graph", cuda_graph, "train: capture the step as a CUDA graph and replay it (CUDA, LibTorch 2.x)");
   app.add_option("--prompt", prompt, "generate: prompt tokens");
   app.add_option("--new", new_tokens, "generate: tokens to generate");
   CLI11_PARSE(app, argc, argv);
@@ -212,7 +263,9 @@ int main(int argc, char** argv) {
       // As zoo train: one slice per core on the CPU, none for a model with dropout (its task is
       // not splittable()).
       if (shards <= 0) shards = device.is_cpu() && dropout == 0 ? torch::get_num_threads() : 1;
-      return train_mode(o, {batch, steps, warmup, shards, device, precision == "bf16"});
+      if (cuda_graph && !device.is_cuda()) throw zoo::Error("--cuda-graph needs --device cuda");
+      if (cuda_graph && precision == "fp16") throw zoo::Error("--cuda-graph does not run with fp16's loss scaling");
+      return train_mode(o, {batch, steps, warmup, shards, device, precision, async_clip, cuda_graph});
     } catch (const zoo::Error& e) {
       std::cerr << "zoo_bench_gpt: " << e.what() << std::endl;
       return 2;

@@ -2,7 +2,9 @@
 //   --mode train: times training steps (teacher-forced forward, label-smoothed cross-entropy
 //     with padding ignored, backward, clipping to norm 1, Adam) on random padded batches, as
 //     tools/bench/transformer_bench.py does for a torch.nn.Transformer model of the same
-//     sizes; prints JSON with the median step.
+//     sizes; prints JSON with the median step. --device cuda (cuda:N, mps) runs the model and
+//     the batches there, the device synchronised before each clock reading; --precision bf16
+//     autocasts the forward pass on that device (as train.precision=bf16).
 //   --mode decode: beam search (--beams) of exactly --new tokens (end of sentence made
 //     impossible) for --sentences random sources, with the key/value cache and recomputing
 //     the decoder over the prefix every step; prints both times, the speed-up and whether the
@@ -13,11 +15,16 @@
 
 #include <CLI/CLI.hpp>
 #include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "core/error.h"
 #include "core/threads.h"
 #include "models/transformer.h"
 #include "tools/bench/bench_util.h"
+#include "train/device.h"
+#include "train/optimizers.h"
+#include "train/precision.h"
 
 namespace {
 
@@ -30,29 +37,49 @@ torch::Tensor synthetic(int64_t batch, int64_t len, int64_t vocab, bool framed) 
   return zoo::bench::synthetic_sentences(batch, len, vocab, framed, {kPad, kBos, kEos, kFirstWord});
 }
 
-int train_mode(zoo::models::Transformer& model, int64_t batch, int64_t src_len, int64_t tgt_len, int64_t steps,
-               int64_t warmup) {
+// Waits for the device's queued work (timing on CUDA), nothing on the CPU.
+void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+struct TrainSetup {
+  int64_t batch, src_len, tgt_len, steps, warmup;
+  torch::Device device;
+  bool bf16;
+};
+
+int train_mode(zoo::models::Transformer& model, const TrainSetup& s) {
   const auto& o = model->options();
+  const int64_t tgt_len = s.tgt_len;
+  model->to(s.device);
   model->train();
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3).betas({0.9, 0.98}));
   std::vector<double> times;
-  for (int64_t i = 0; i < warmup + steps; ++i) {
-    auto src = synthetic(batch, src_len, o.source_vocab_size, false);
-    auto tgt = synthetic(batch, tgt_len, o.target_vocab_size, true);
+  for (int64_t i = 0; i < s.warmup + s.steps; ++i) {
+    auto src = synthetic(s.batch, s.src_len, o.source_vocab_size, false).to(s.device);
+    auto tgt = synthetic(s.batch, tgt_len, o.target_vocab_size, true).to(s.device);
+    sync(s.device);
     const auto t0 = std::chrono::steady_clock::now();
     opt.zero_grad();
-    auto logits = model->forward(src, tgt.narrow(1, 0, tgt_len - 1));
+    torch::Tensor logits;
+    {
+      zoo::AutocastGuard autocast(s.bf16, s.device);  // the forward pass, as zoo train
+      logits = model->forward(src, tgt.narrow(1, 0, tgt_len - 1)).to(torch::kFloat);
+    }
     auto loss = torch::nn::functional::cross_entropy(
         logits.reshape({-1, logits.size(-1)}), tgt.narrow(1, 1, tgt_len - 1).reshape({-1}),
         torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kPad).label_smoothing(0.1));
     loss.backward();
-    torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    zoo::clip_grad_norm(model->parameters(), 1.0);
     opt.step();
-    if (i >= warmup) times.push_back(seconds_since(t0));
+    sync(s.device);
+    if (i >= s.warmup) times.push_back(seconds_since(t0));
   }
   std::sort(times.begin(), times.end());
-  std::cout << "{\"impl\":\"zoo (C++)\",\"mode\":\"train\",\"threads\":" << torch::get_num_threads()
-            << ",\"batch\":" << batch << ",\"median_step_ms\":" << 1000 * times[times.size() / 2] << "}" << std::endl;
+  std::cout << "{\"impl\":\"zoo (C++)\",\"mode\":\"train\",\"device\":\"" << s.device.str()
+            << "\",\"precision\":\"" << (s.bf16 ? "bf16" : "fp32") << "\",\"threads\":" << torch::get_num_threads()
+            << ",\"batch\":" << s.batch << ",\"median_step_ms\":" << 1000 * times[times.size() / 2] << "}"
+            << std::endl;
   return 0;
 }
 
@@ -98,6 +125,7 @@ int main(int argc, char** argv) {
   std::string mode = "train";
   int64_t batch = 64, src_len = 14, tgt_len = 14, steps = 10, warmup = 2, threads = 2, layers = 3, ffn = 1024,
           heads = 4, sentences = 10, beams = 4, tokens = 50;
+  std::string device_spec = "cpu", precision = "fp32";
   CLI::App app{"Transformer benchmark"};
   app.add_option("--mode", mode)->check(CLI::IsMember({"train", "decode"}));
   app.add_option("--d-model", o.d_model);
@@ -113,6 +141,9 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps);
   app.add_option("--warmup", warmup);
   app.add_option("--threads", threads);
+  app.add_option("--device", device_spec, "train mode: cpu, cuda, cuda:N or mps");
+  app.add_option("--precision", precision, "train mode: fp32, or bf16 autocast as train.precision=bf16")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option("--sentences", sentences, "decode mode: sources decoded in one batch");
   app.add_option("--beams", beams);
   app.add_option("--new", tokens, "decode mode: tokens generated per sentence");
@@ -124,6 +155,15 @@ int main(int argc, char** argv) {
   zoo::configure_cpu_threads(static_cast<int>(threads));  // as the zoo binary does
   torch::manual_seed(0);
   zoo::models::Transformer model(o);
-  return mode == "train" ? train_mode(model, batch, src_len, tgt_len, steps, warmup)
-                         : decode_mode(model, sentences, src_len, beams, tokens);
+  if (mode == "train") {
+    try {
+      const torch::Device device = zoo::resolve_device(device_spec);
+      zoo::check_precision(precision, device);
+      return train_mode(model, {batch, src_len, tgt_len, steps, warmup, device, precision == "bf16"});
+    } catch (const zoo::Error& e) {
+      std::cerr << "zoo_bench_transformer: " << e.what() << std::endl;
+      return 2;
+    }
+  }
+  return decode_mode(model, sentences, src_len, beams, tokens);
 }

@@ -7,8 +7,13 @@ batch. Prints JSON.
 
   --mode train  teacher-forced forward with padding and causal masks, label-smoothed
                 cross-entropy ignoring padding, backward, clipping to norm 1, Adam.
+
+--device cuda (cuda:N, mps) runs the model and the batches there, the device synchronised
+before each clock reading; --precision bf16 autocasts the forward pass on that device, and on
+CUDA Adam is fused where torch has it (as tools/bench/gpt_bench.py does with AdamW).
 """
 import argparse
+import inspect
 import json
 import math
 import time
@@ -28,12 +33,20 @@ for name, default in [("d-model", 256), ("layers", 3), ("heads", 4), ("ffn", 102
                       ("warmup", 2), ("threads", 2)]:
     p.add_argument("--" + name, type=int, default=default)
 p.add_argument("--dropout", type=float, default=0.1)
+p.add_argument("--device", default="cpu")
+p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
 p.add_argument("--default-threads", action="store_true",
                help="leave torch's thread count at its default (no torch.set_num_threads(--threads))")
 a = p.parse_args()
 if not a.default_threads:
     torch.set_num_threads(a.threads)
 torch.manual_seed(0)
+device = torch.device(a.device)
+
+
+def sync():
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def sinusoidal(n_pos, dim):
@@ -61,7 +74,7 @@ class Seq2SeqTransformer(nn.Module):
 
     def forward(self, src, tgt_in):
         t = tgt_in.size(1)
-        causal = torch.triu(torch.full((t, t), float("-inf")), 1)
+        causal = torch.triu(torch.full((t, t), float("-inf"), device=tgt_in.device), 1)
         pad = src == PAD
         h = self.transformer(self.embed(self.src_emb, src), self.embed(self.tgt_emb, tgt_in), tgt_mask=causal,
                              src_key_padding_mask=pad, memory_key_padding_mask=pad)
@@ -73,25 +86,32 @@ def synthetic(batch, length, vocab, framed):
 
 
 def train():
-    model = Seq2SeqTransformer().train()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98))
+    model = Seq2SeqTransformer().to(device).train()
+    fused = device.type == "cuda" and "fused" in inspect.signature(torch.optim.Adam).parameters
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98), **({"fused": True} if fused else {}))
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
     times = []
     for i in range(a.warmup + a.steps):
-        src = synthetic(a.batch, a.src_len, a.src_vocab, False)
-        tgt = synthetic(a.batch, a.tgt_len, a.tgt_vocab, True)
+        src = synthetic(a.batch, a.src_len, a.src_vocab, False).to(device)
+        tgt = synthetic(a.batch, a.tgt_len, a.tgt_vocab, True).to(device)
+        sync()
         t0 = time.perf_counter()
         opt.zero_grad()
-        logits = model(src, tgt[:, :-1])
+        with autocast:
+            logits = model(src, tgt[:, :-1])
+        logits = logits.float()
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tgt[:, 1:].reshape(-1), ignore_index=PAD,
                                label_smoothing=0.1)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        sync()
         if i >= a.warmup:
             times.append(time.perf_counter() - t0)
     times.sort()
-    print(json.dumps({"impl": "torch.nn.Transformer (Python)", "mode": "train", "threads": torch.get_num_threads(),
-                      "batch": a.batch, "median_step_ms": 1000 * times[len(times) // 2]}))
+    print(json.dumps({"impl": "torch.nn.Transformer (Python)", "mode": "train", "device": str(device),
+                      "precision": a.precision, "threads": torch.get_num_threads(), "batch": a.batch,
+                      "fused_adam": fused, "median_step_ms": 1000 * times[len(times) // 2]}))
 
 
 train()
