@@ -3,10 +3,31 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <iostream>
+#include <optional>
+#include <string>
 
 #include <torch/torch.h>
 
+#include "core/error.h"
+#include "train/device.h"
+#include "train/precision.h"
+
 namespace zoo::bench {
+
+/// The benchmark's --device and --precision, checked as zoo train checks them; nothing (after
+/// one line on stderr that starts with `program`) where they cannot run.
+inline std::optional<torch::Device> bench_device(const std::string& program, const std::string& spec,
+                                                 const std::string& precision) {
+  try {
+    const torch::Device device = zoo::resolve_device(spec);
+    zoo::check_precision(precision, device);
+    return device;
+  } catch (const zoo::Error& e) {
+    std::cerr << program << ": " << e.what() << std::endl;
+    return std::nullopt;
+  }
+}
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

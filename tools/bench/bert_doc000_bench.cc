@@ -51,14 +51,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "bf16"}));
   CLI11_PARSE(app, argc, argv);
   zoo::configure_cpu_threads(static_cast<int>(threads));
-  torch::Device device(torch::kCPU);
-  try {
-    device = zoo::resolve_device(device_spec);
-    zoo::check_precision(precision, device);
-  } catch (const zoo::Error& e) {
-    std::cerr << "zoo_bench_bert_doc000: " << e.what() << std::endl;
-    return 2;
-  }
+  const auto resolved = zoo::bench::bench_device("zoo_bench_bert_doc000", device_spec, precision);
+  if (!resolved) return 2;
+  const torch::Device device = *resolved;
   const bool bf16 = precision == "bf16";
   torch::manual_seed(0);
   zoo::models::Doc000Bert model(o);

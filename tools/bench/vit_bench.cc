@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "models/vit.h"
+#include "tools/bench/bench_util.h"
 #include "core/threads.h"
 #include "train/device.h"
 #include "train/optimizers.h"
@@ -61,14 +62,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", device_spec, "cpu, cuda, cuda:N or mps");
   CLI11_PARSE(app, argc, argv);
   zoo::configure_cpu_threads(static_cast<int>(threads));  // as the zoo binary does
-  torch::Device device(torch::kCPU);
-  try {
-    device = zoo::resolve_device(device_spec);
-    zoo::check_precision(precision, device);
-  } catch (const zoo::Error& e) {
-    std::cerr << "zoo_bench_vit: " << e.what() << std::endl;
-    return 2;
-  }
+  const auto resolved = zoo::bench::bench_device("zoo_bench_vit", device_spec, precision);
+  if (!resolved) return 2;
+  const torch::Device device = *resolved;
   if (shards <= 0) shards = device.is_cpu() ? torch::get_num_threads() : 1;
   const bool bf16 = precision == "bf16";
   torch::manual_seed(0);
