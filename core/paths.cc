@@ -48,6 +48,25 @@ bool exists(const std::string& path) {
 
 std::string data_home() { return find_data_home().dir; }
 
+std::string cache_home() {
+  if (const auto xdg = env("XDG_CACHE_HOME"); !xdg.empty() && fs::path(xdg).is_absolute())
+    return (fs::path(xdg) / "zoo").lexically_normal().string();
+  if (const auto home = env("HOME"); !home.empty()) return (fs::path(home) / ".cache" / "zoo").lexically_normal().string();
+  throw Error("cannot find zoo's cache folder: XDG_CACHE_HOME and HOME are both unset; set XDG_CACHE_HOME");
+}
+
+bool path_inside(const std::string& path, const std::string& dir) {
+  std::error_code ec;
+  auto p = fs::weakly_canonical(fs::absolute(path), ec);
+  if (ec) return false;
+  auto d = fs::weakly_canonical(fs::absolute(dir), ec);
+  if (ec) return false;
+  if (d.filename().empty()) d = d.parent_path();  // "out/" is "out"
+  if (p.filename().empty()) p = p.parent_path();
+  const auto rel = p.lexically_relative(d);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
 bool in_data_home(const std::string& path) {
   if (path.empty() || fs::path(path).is_absolute() || under_home(path)) return false;
   for (const char* explicit_start : {".", ".."})

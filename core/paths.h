@@ -31,4 +31,14 @@ std::string existing_data_path(const std::string& path, const std::string& key =
 /// Whether resolve_data_path(path) exists; false (never a throw) when it cannot be resolved.
 bool data_path_exists(const std::string& path) noexcept;
 
+/// zoo's cache folder, where derived files that belong to no run go (token streams built for
+/// `zoo eval`): $XDG_CACHE_HOME/zoo, else $HOME/.cache/zoo. Throws zoo::Error when neither
+/// variable is set.
+std::string cache_home();
+
+/// Whether `path` is `dir` or lies below it, both made absolute and normalised, with the
+/// symbolic links of their existing parts resolved (so a link inside `dir` that points out of
+/// it is outside).
+bool path_inside(const std::string& path, const std::string& dir);
+
 }  // namespace zoo

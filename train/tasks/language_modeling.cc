@@ -1,6 +1,7 @@
 #include "train/tasks/language_modeling.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -19,6 +20,27 @@ std::vector<std::string> resolved_files(const std::vector<std::string>& files) {
   std::vector<std::string> out;
   for (const auto& f : files) out.push_back(existing_data_path(f, "data.files"));
   return out;
+}
+
+// Whether zoo may write a derived file at `path`: inside the run's output directory (training
+// only: `output_dir` is "" for zoo eval and the other commands) or zoo's cache folder.
+bool may_write(const std::string& path, const std::string& output_dir) {
+  if (!output_dir.empty() && path_inside(path, output_dir)) return true;
+  try {
+    return path_inside(path, cache_home());
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// The cache's stream for these sources and tokenizer: one file per (files, meta), so runs
+// and commands that need the same stream share it.
+std::string cached_stream_path(const std::vector<std::string>& files, const json& meta) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : json{{"files", files}, {"meta", meta}}.dump()) h = (h ^ c) * 1099511628211ULL;
+  char name[32];
+  std::snprintf(name, sizeof name, "%016llx.bin", static_cast<unsigned long long>(h));
+  return (fs::path(cache_home()) / "token-streams" / name).string();
 }
 
 // Progress of a long tokenisation on stderr, every 5%.
@@ -98,13 +120,24 @@ std::string LanguageModelingTask::stream_path(const std::string& output_dir) con
   throw Error("config: data.stream is empty: give the token stream file (zoo train writes OUTPUT_DIR/tokens.bin)");
 }
 
+// With data.files, the stream is built where it is missing or out of date, but only inside the
+// run's output directory or zoo's cache: a config (which may come with a downloaded checkpoint)
+// never makes zoo write elsewhere. Otherwise it goes to the cache, named by its sources.
 void LanguageModelingTask::open_stream(const std::string& output_dir) {
-  const std::string path = stream_path(output_dir);
   const json meta = {{"tokenizer", data_.tokenizer_fingerprint}};
   int width = data::token_width(tokenizer_->vocab_size());
+  std::string path;
   if (!data_.files.empty()) {
     const auto files = resolved_files(data_.files);
-    const json sidecar = data::current_stream_sidecar(path, files, meta);
+    path = data_.stream.empty() && output_dir.empty() ? cached_stream_path(files, meta) : stream_path(output_dir);
+    json sidecar = data::current_stream_sidecar(path, files, meta);
+    if (sidecar.is_null() && !may_write(path, output_dir)) {
+      const std::string cached = cached_stream_path(files, meta);
+      std::cerr << "zoo: " << path << " is not a current token stream of data.files, and zoo writes derived files "
+                << "only in the run's output directory or its cache; using " << cached << std::endl;
+      path = cached;
+      sidecar = data::current_stream_sidecar(path, files, meta);
+    }
     if (sidecar.is_null() && !context().primary)
       throw Error(cat(path, ": rank 0 of this data-parallel run did not leave a current token stream here; the "
                       "processes need a shared output directory (or give every machine data.stream)"));
@@ -116,7 +149,7 @@ void LanguageModelingTask::open_stream(const std::string& output_dir) {
           tokenizing_progress(path));
       std::cerr << "zoo: " << n << " tokens" << std::endl;
     }
-  } else if (!fs::exists(path)) {
+  } else if (path = stream_path(output_dir); !fs::exists(path)) {
     throw Error(cat(path, ": no token stream, and data.files is empty to build one from; give data.files"));
   } else if (fs::exists(path + ".json")) {
     const json sidecar = read_json_file(path + ".json");

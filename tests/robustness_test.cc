@@ -1,0 +1,92 @@
+// Untrusted files and faults (issue 36): a checkpoint is a file people download, so what its
+// config names must never make zoo write outside the output it was given.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "core/paths.h"
+#include "test_util.h"
+#include "train/config.h"
+
+namespace zoo {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string corpus() {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += i % 2 ? "the cat sat on the mat.\n" : "a dog ran in the park!\n";
+  return text;
+}
+
+// A trained tiny GPT (10 steps), shared by the tests of this file.
+class UntrustedCheckpoint : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir();
+    test::write_file(*dir_ / "text.txt", corpus());
+    const json config = {
+        {"task", "language_modeling"},
+        {"model", {{"preset", "gpt-nano-char"}, {"n_positions", 32}, {"n_layer", 1}, {"n_embd", 16}}},
+        {"data", {{"files", {*dir_ / "text.txt"}}, {"tokenizer", "char"}, {"max_eval_windows", 20}}},
+        {"train", {{"max_steps", 10}, {"per_device_train_batch_size", 4}, {"save_steps", 10},
+                   {"report_to_tensorboard", false}}}};
+    write_json_file(*dir_ / "config.json", config);
+    auto r = test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (*dir_ / "run"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static test::TempDir* dir_;
+};
+test::TempDir* UntrustedCheckpoint::dir_ = nullptr;
+
+// A checkpoint whose config.json names an unrelated file as data.stream, with data.files that
+// did not build it, made `zoo eval` rebuild the "stream" over that file (and write a .json
+// beside it). Now the file is left as it was, nothing is written beside it, and the stream is
+// built in zoo's cache instead (XDG_CACHE_HOME), where eval reads it.
+TEST_F(UntrustedCheckpoint, ItsConfigNamingAFileAsTheStreamDoesNotMakeEvalWriteIt) {
+  test::TempDir t;
+  const std::string victim = t / "precious.txt", cache = t / "cache";
+  test::write_file(victim, "do not overwrite me\n");
+  const auto before = fs::last_write_time(victim);
+  fs::copy(*dir_ / "run/checkpoint-10", t / "ckpt", fs::copy_options::recursive);
+  json config = read_json_file(t / "ckpt/config.json");
+  config["data"]["stream"] = victim;
+  test::write_file(t / "other.txt", corpus() + "the cat ran in the park.\n");
+  config["data"]["files"] = {t / "other.txt"};
+  write_json_file(t / "ckpt/config.json", config);
+
+  auto r = test::run("XDG_CACHE_HOME=" + cache + " " + ZOO_BINARY + " eval --checkpoint " + (t / "ckpt"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"loss\""), std::string::npos) << r.output;
+  const std::string after = test::read_file(victim);
+  EXPECT_TRUE(after == "do not overwrite me\n") << victim << " was overwritten (" << after.size() << " bytes now)";
+  EXPECT_EQ(fs::last_write_time(victim), before);
+  EXPECT_FALSE(fs::exists(victim + ".json"));
+  EXPECT_TRUE(fs::exists(cache + "/zoo/token-streams")) << r.output;
+  // Only the cache was written: the checkpoint and the folder around the victim are as they were.
+  for (const auto& e : fs::directory_iterator(t.path()))
+    EXPECT_TRUE(e.path().filename() == "precious.txt" || e.path().filename() == "ckpt" ||
+                e.path().filename() == "other.txt" || e.path().filename() == "cache")
+        << e.path();
+  EXPECT_EQ(std::distance(fs::directory_iterator(t / "ckpt"), fs::directory_iterator()),
+            std::distance(fs::directory_iterator(*dir_ / "run/checkpoint-10"), fs::directory_iterator()));
+}
+
+// path_inside: the rule behind it. A symbolic link inside the folder that points out of it is
+// outside; ".." does not escape by spelling.
+TEST(Paths, InsideFollowsLinksAndDotDot) {
+  test::TempDir t;
+  fs::create_directories(t / "out/sub");
+  fs::create_symlink(t.path(), t / "out/escape");
+  EXPECT_TRUE(path_inside(t / "out/sub/file", t / "out"));
+  EXPECT_TRUE(path_inside(t / "out", t / "out"));
+  EXPECT_TRUE(path_inside(t / "out/new/deeper/file", t / "out/"));
+  EXPECT_FALSE(path_inside(t / "out/../file", t / "out"));
+  EXPECT_FALSE(path_inside(t / "out/escape/file", t / "out"));
+  EXPECT_FALSE(path_inside(t / "outside", t / "out"));
+  EXPECT_FALSE(path_inside("/etc/passwd", t / "out"));
+}
+
+}  // namespace
+}  // namespace zoo
