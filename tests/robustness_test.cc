@@ -1,12 +1,15 @@
 // Untrusted files and faults (issue 36): a checkpoint is a file people download, so what its
 // config names must never make zoo write outside the output it was given.
+#include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include <gtest/gtest.h>
 
 #include "core/paths.h"
 #include "test_util.h"
 #include "train/config.h"
+#include "train/safetensors.h"
 
 namespace zoo {
 namespace {
@@ -71,6 +74,63 @@ TEST_F(UntrustedCheckpoint, ItsConfigNamingAFileAsTheStreamDoesNotMakeEvalWriteI
         << e.path();
   EXPECT_EQ(std::distance(fs::directory_iterator(t / "ckpt"), fs::directory_iterator()),
             std::distance(fs::directory_iterator(*dir_ / "run/checkpoint-10"), fs::directory_iterator()));
+}
+
+// A copy of the trained checkpoint in `to` whose model.safetensors has `change` applied.
+void damaged_copy(const std::string& from, const std::string& to,
+                  const std::function<void(std::map<std::string, torch::Tensor>&)>& change) {
+  fs::copy(from, to, fs::copy_options::recursive);
+  auto file = safetensors::load(to + "/model.safetensors");
+  change(file.tensors);
+  std::vector<std::pair<std::string, torch::Tensor>> tensors(file.tensors.begin(), file.tensors.end());
+  safetensors::save(to + "/model.safetensors", tensors, file.metadata);
+}
+
+// One line, "zoo: error: ..." and exit code 1, naming what the test looks for.
+void expect_one_line_error(const test::RunResult& r, const std::string& needle, const std::string& what) {
+  EXPECT_EQ(r.exit_code, 1) << what << ": " << r.output;
+  EXPECT_NE(r.output.find("zoo: error: "), std::string::npos) << what << ": " << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos) << what << ": " << r.output;
+  EXPECT_EQ(r.output.find("terminate called"), std::string::npos) << what;
+}
+
+// NaN or infinite weights passed silently ("loss": null, exit 0; generation printed newlines;
+// export wrote them; init_from blamed the learning rate). Every command that loads the weights
+// now stops with one line naming the file and the tensor.
+TEST_F(UntrustedCheckpoint, NonFiniteWeightsAreRefusedNamingTheTensor) {
+  for (float bad : {NAN, INFINITY}) {
+    test::TempDir t;
+    damaged_copy(*dir_ / "run/checkpoint-10", t / "ckpt", [&](auto& tensors) {
+      tensors.at("transformer.h.0.mlp.c_fc.weight").view(-1)[3] = bad;
+    });
+    const std::string ckpt = t / "ckpt";
+    const std::string what = std::isnan(bad) ? "NaN" : "inf";
+    expect_one_line_error(test::run_zoo("eval --checkpoint " + ckpt), "transformer.h.0.mlp.c_fc", "eval, " + what);
+    expect_one_line_error(test::run_zoo("generate --checkpoint " + ckpt + " --prompt 'the ' --max-new-tokens 5 --greedy"),
+                          "transformer.h.0.mlp.c_fc", "generate, " + what);
+    expect_one_line_error(test::run_zoo("export --checkpoint " + ckpt + " --out " + (t / "exported")),
+                          "transformer.h.0.mlp.c_fc", "export, " + what);
+    EXPECT_FALSE(fs::exists(t / "exported/model.safetensors")) << what;
+    expect_one_line_error(test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (t / "ft") +
+                                        " --init-from " + ckpt),
+                          "transformer.h.0.mlp.c_fc", "init-from, " + what);
+  }
+}
+
+// A tensor stored as I32 where the model holds F32 was cast silently; only floating-point widths
+// convert now (a bf16 copy of the weights still loads).
+TEST_F(UntrustedCheckpoint, AnIntegerTensorWhereTheModelHoldsFloatsIsRefused) {
+  test::TempDir t;
+  damaged_copy(*dir_ / "run/checkpoint-10", t / "int", [](auto& tensors) {
+    auto& w = tensors.at("transformer.ln_f.weight");
+    w = w.to(torch::kInt32);
+  });
+  expect_one_line_error(test::run_zoo("eval --checkpoint " + (t / "int")), "transformer.ln_f.weight", "I32");
+  damaged_copy(*dir_ / "run/checkpoint-10", t / "bf16", [](auto& tensors) {
+    for (auto& [name, tensor] : tensors) tensor = tensor.to(torch::kBFloat16);
+  });
+  auto r = test::run_zoo("eval --checkpoint " + (t / "bf16"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 // path_inside: the rule behind it. A symbolic link inside the folder that points out of it is

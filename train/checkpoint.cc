@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -72,13 +73,35 @@ void save_model(const torch::nn::Module& model, const std::string& path, const j
   safetensors::save(path, tensors, meta);
 }
 
+void check_finite(const std::string& path, const std::map<std::string, torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  for (const auto& [name, t] : tensors) {
+    if (!t.is_floating_point() || t.numel() == 0) continue;
+    if (std::isfinite(t.sum().item<double>())) continue;  // a sum that overflows is checked below
+    const auto bad = torch::logical_not(torch::isfinite(t)).flatten();
+    const int64_t count = bad.sum().item<int64_t>();
+    if (count == 0) continue;  // finite values whose sum overflowed
+    const int64_t first = bad.nonzero()[0][0].item<int64_t>();
+    throw Error(cat(path, ": tensor '", name, "' holds ", count, " non-finite value(s) (", t.flatten()[first].item<double>(),
+                    " at flat index ", first, "); the file is damaged, or was saved after training diverged"));
+  }
+}
+
 namespace {
-// A file's tensors in the model's layout (see save_model).
+// A file's tensors in the model's layout (see save_model), every one finite.
 safetensors::File load_converted(const std::string& path, const std::string& model_type) {
   auto file = safetensors::load(path);
+  check_finite(path, file.tensors);
   const auto it = file.metadata.find("model_type");
   models::tensors_from_file(!model_type.empty() || it == file.metadata.end() ? model_type : it->second, file.tensors);
   return file;
+}
+
+// Floating-point widths convert into each other; anything else must match the model's dtype.
+void check_dtype(const std::string& path, const std::string& name, const torch::Tensor& from, const torch::Tensor& to) {
+  if (from.scalar_type() == to.scalar_type() || (from.is_floating_point() && to.is_floating_point())) return;
+  throw Error(cat(path, ": tensor '", name, "' is stored as ", from.scalar_type(), " but the model holds ",
+                  to.scalar_type(), "; only floating-point widths are converted (the file does not match the model)"));
 }
 }  // namespace
 
@@ -93,6 +116,7 @@ void load_model(torch::nn::Module& model, const std::string& path, const std::st
     if (it->second.sizes() != target.sizes())
       throw Error(cat(path, ": tensor '", name, "' has shape ", it->second.sizes(), " but the model expects ",
                       target.sizes(), " (config and weights disagree)"));
+    check_dtype(path, name, it->second, target);
     target.copy_(it->second.to(target.dtype()));
     used.insert(name);
   }
@@ -167,6 +191,7 @@ PretrainedReport init_from_pretrained(torch::nn::Module& model, const std::strin
       throw Error(cat(path, ": tensor '", it->second, "' has shape ", source.sizes(), " but the model's '", name,
                       "' has shape ", tensor.sizes(), "; the configs differ (or map it elsewhere with "
                       "train.init_from_key_map)"));
+    check_dtype(path, it->second, source, tensor);
     tensor.copy_(source.to(tensor.dtype()));
     report.loaded.push_back(name);
     used.insert(it->second);

@@ -13,6 +13,7 @@
 // A checkpoint is written into OUT/.checkpoint-STEP.tmp and renamed into place, so a kill
 // at any moment leaves either the whole new checkpoint or none, never a half one.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,16 @@ std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::M
 /// models::ModelEntry::to_hf_tensors), with config's model_type in the metadata.
 void save_model(const torch::nn::Module& model, const std::string& path, const json& config);
 /// Loads a safetensors state dict into `model`. Every key of the model must be present with
-/// the same shape; extra keys are an error (strict). dtypes are converted. The file's tensors
-/// are converted from the layout of `model_type` ("" = the one in the file's metadata).
+/// the same shape; extra keys are an error (strict). Floating-point widths are converted
+/// (fp16/bf16/fp32/fp64); any other change of dtype (an integer tensor where the model holds
+/// floats) is an error naming the tensor, and so is a tensor holding an inf or NaN. The file's
+/// tensors are converted from the layout of `model_type` ("" = the one in the file's metadata).
 void load_model(torch::nn::Module& model, const std::string& path, const std::string& model_type = "");
+
+/// Throws zoo::Error naming `path`, the tensor, how many of its values are inf or NaN and the
+/// first of them, for the first floating-point tensor of `tensors` that holds any. One pass
+/// (a sum) over each tensor; only a non-finite sum is looked at element by element.
+void check_finite(const std::string& path, const std::map<std::string, torch::Tensor>& tensors);
 
 /// What init_from_pretrained() did, by tensor name (the model's names).
 struct PretrainedReport {

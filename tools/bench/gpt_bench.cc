@@ -12,6 +12,9 @@
 //   --mode generate: greedy decoding of --new tokens after a --prompt-long random prompt,
 //     with the key/value cache and recomputing the prefix every step; prints both times, the
 //     speed-up and whether the outputs are the same.
+//   --mode load: a checkpoint of the model written to a temporary file, then the median time of
+//     reading it (safetensors::load) and of the check that every tensor is finite
+//     (train/checkpoint.h's check_finite, run on every load).
 //   zoo_bench_gpt --layers 4 --heads 4 --embd 128 --block 64 --vocab 65 --batch 12 --threads 2
 //   ZOO_BENCH_PROFILE=FILE: a Chrome trace of the timed training steps, or of the cached
 //   generation (chrome://tracing).
@@ -22,7 +25,10 @@
 //   --async-clip: clipping without reading the norm back to the host (zoo train reads it to
 //   log it). --cuda-graph: the whole step (forward to AdamW, clipping without reading back)
 //   captured once as a CUDA graph and replayed (LibTorch 2.x, CUDA).
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 
@@ -37,11 +43,13 @@
 #include "models/gpt.h"
 #include "tools/bench/bench_util.h"
 #include "tools/bench/kernel_trace.h"
+#include "train/checkpoint.h"
 #include "train/cuda_graph.h"
 #include "train/device.h"
 #include "train/grad_scaler.h"
 #include "train/optimizers.h"
 #include "train/precision.h"
+#include "train/safetensors.h"
 #include "train/slices.h"
 
 namespace {
@@ -191,6 +199,30 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   return 0;
 }
 
+int load_mode(const zoo::models::GPT2Options& o) {
+  torch::manual_seed(0);
+  zoo::models::GPT2LMHeadModel model(o);
+  const std::string path = zoo::cat(std::filesystem::temp_directory_path().string(), "/zoo-bench-load-", getpid(),
+                                     ".safetensors");
+  zoo::save_model(*model, path, zoo::json{{"model", {{"model_type", "gpt2"}}}});
+  std::vector<double> load_s, check_s;
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    const auto file = zoo::safetensors::load(path);
+    load_s.push_back(seconds_since(t0));
+    t0 = std::chrono::steady_clock::now();
+    zoo::check_finite(path, file.tensors);
+    check_s.push_back(seconds_since(t0));
+  }
+  std::filesystem::remove(path);
+  int64_t n = 0;
+  for (const auto& p : model->parameters()) n += p.numel();
+  std::cout << "{\"impl\":\"zoo (C++)\",\"threads\":" << torch::get_num_threads() << ",\"parameters\":" << n
+            << ",\"load_ms\":" << 1000 * median(load_s) << ",\"finite_check_ms\":" << 1000 * median(check_s) << "}"
+            << std::endl;
+  return 0;
+}
+
 int generate_mode(zoo::models::GPT2Options o, int64_t prompt_len, int64_t new_tokens) {
   torch::manual_seed(0);
   zoo::models::GPT2LMHeadModel model(o);
@@ -232,7 +264,7 @@ int main(int argc, char** argv) {
   int64_t batch = 12, steps = 30, warmup = 5, threads = 2, shards = 0, prompt = 16, new_tokens = 200;
   std::string device_spec = "cpu", precision = "fp32";
   CLI::App app{"GPT benchmarks"};
-  app.add_option("--mode", mode)->check(CLI::IsMember({"train", "generate"}));
+  app.add_option("--mode", mode)->check(CLI::IsMember({"train", "generate", "load"}));
   app.add_option("--layers", o.n_layer);
   app.add_option("--heads", o.n_head);
   app.add_option("--embd", o.n_embd);
@@ -271,5 +303,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (mode == "load") return load_mode(o);
   return generate_mode(o, prompt, new_tokens);
 }
