@@ -133,6 +133,36 @@ TEST_F(UntrustedCheckpoint, AnIntegerTensorWhereTheModelHoldsFloatsIsRefused) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// A write that fails during a checkpoint (a full disk: here RLIMIT_FSIZE, with SIGXFSZ ignored so
+// that write() fails instead of the signal killing zoo) aborted with "terminate called after
+// throwing an instance of c10::Error" when it hit optimizer.pt. Now: one line naming the file,
+// exit 1, no temporary folder left, the previous checkpoint intact, and a resume from it that
+// finishes the run.
+TEST_F(UntrustedCheckpoint, AFailedCheckpointWriteStopsCleanlyAndKeepsThePreviousOne) {
+  test::TempDir t;
+  json config = read_json_file(*dir_ / "config.json");
+  config["train"]["max_steps"] = 5;
+  config["train"]["save_steps"] = 5;
+  write_json_file(t / "five.json", config);
+  config["train"]["max_steps"] = 10;
+  write_json_file(t / "ten.json", config);
+  const std::string run = t / "run";
+  ASSERT_EQ(test::run_zoo("train --config " + (t / "five.json") + " --output-dir " + run).exit_code, 0);
+  const auto weights = fs::file_size(run + "/checkpoint-5/model.safetensors");
+  const auto optimizer = fs::file_size(run + "/checkpoint-5/optimizer.pt");
+  ASSERT_GT(optimizer, weights + 4096) << "the limit must fall between the two files";
+  const auto limit_kb = (weights + optimizer) / 2 / 1024;
+  auto r = test::run("bash -c \"trap '' XFSZ; ulimit -f " + std::to_string(limit_kb) + "; " + ZOO_BINARY +
+                     " train --config " + (t / "ten.json") + " --output-dir " + run + " --resume\"");
+  expect_one_line_error(r, "optimizer.pt: cannot write", "disk full at the checkpoint");
+  EXPECT_FALSE(fs::exists(run + "/checkpoint-10"));
+  EXPECT_FALSE(fs::exists(run + "/.checkpoint-10.tmp"));
+  EXPECT_EQ(fs::file_size(run + "/checkpoint-5/optimizer.pt"), optimizer);
+  auto resumed = test::run_zoo("train --config " + (t / "ten.json") + " --output-dir " + run + " --resume");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(fs::exists(run + "/checkpoint-10/optimizer.pt"));
+}
+
 // path_inside: the rule behind it. A symbolic link inside the folder that points out of it is
 // outside; ".." does not escape by spelling.
 TEST(Paths, InsideFollowsLinksAndDotDot) {

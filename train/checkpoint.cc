@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -251,6 +254,26 @@ void fsync_path(const fs::path& p) {
   }
 }
 }  // namespace
+
+void save_optimizer(const torch::optim::Optimizer& optimizer, const std::string& path) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw Error(cat(path, ": cannot open for writing (", std::strerror(errno), ")"));
+  int failed = 0;
+  // The archive's writer must see every byte taken (it cannot fail cleanly), so a failure is
+  // recorded here and reported after it has finished.
+  archive.save_to([&](const void* data, size_t n) -> size_t {
+    if (!failed && n > 0 && std::fwrite(data, 1, n, f) != n) failed = errno ? errno : EIO;
+    return n;
+  });
+  if (std::fflush(f) != 0 && !failed) failed = errno ? errno : EIO;
+  if (std::fclose(f) != 0 && !failed) failed = errno ? errno : EIO;
+  if (failed) {
+    std::remove(path.c_str());
+    throw Error(cat(path, ": cannot write (", std::strerror(failed), "); this checkpoint is not saved"));
+  }
+}
 
 CheckpointWriter::CheckpointWriter(const std::string& output_dir, int64_t step) {
   final_ = (fs::path(output_dir) / checkpoint_dir_name(step)).string();

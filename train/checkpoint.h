@@ -80,6 +80,11 @@ class CheckpointWriter {
   bool committed_ = false;
 };
 
+/// torch::save(optimizer, path) with its I/O checked: a failed write (a full disk) is one
+/// zoo::Error naming the file and the reason, and removes the partial file. (LibTorch's own
+/// file writer throws from a destructor there, which terminates the process.)
+void save_optimizer(const torch::optim::Optimizer& optimizer, const std::string& path);
+
 /// Base64 (RFC 4648) for RNG states in trainer_state.json.
 std::string base64_encode(const std::string& bytes);
 std::string base64_decode(const std::string& text);

@@ -1,6 +1,9 @@
 #include "train/config.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -35,14 +38,19 @@ json read_json_file(const std::string& path) {
 
 void write_json_file(const std::string& path, const json& j) {
   const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(cat(path, ": cannot open for writing"));
-    out << j.dump(2) << "\n";
-    out.flush();
-    if (!out) throw Error(cat(path, ": write failed (disk full?)"));
+  const std::string text = j.dump(2) + "\n";
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw Error(cat(path, ": cannot open for writing (", std::strerror(errno), ")"));
+  int failed = std::fwrite(text.data(), 1, text.size(), f) == text.size() ? 0 : (errno ? errno : EIO);
+  if (std::fflush(f) != 0 && !failed) failed = errno ? errno : EIO;
+  if (std::fclose(f) != 0 && !failed) failed = errno ? errno : EIO;
+  std::error_code ec;
+  if (!failed) std::filesystem::rename(tmp, path, ec);
+  if (failed || ec) {
+    const std::string why = failed ? std::strerror(failed) : ec.message();
+    std::filesystem::remove(tmp, ec);
+    throw Error(cat(path, ": cannot write (", why, ")"));
   }
-  std::filesystem::rename(tmp, path);
 }
 
 void apply_override(json& config, const std::string& assignment) {

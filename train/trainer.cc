@@ -194,7 +194,7 @@ void Trainer::save(const Metrics* eval_metrics) {
     AveragedWeights averaged(average);
     save_model(*model_, w.path("model.safetensors"), config_);
   }
-  torch::save(*optimizer_, w.path("optimizer.pt"));
+  save_optimizer(*optimizer_, w.path("optimizer.pt"));
   task_.save_assets(w.tmp_dir());
   json st = {{"global_step", state_.step},
              {"epoch", epoch_progress()},
