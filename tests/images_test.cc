@@ -555,7 +555,7 @@ TEST(ImageFile, ErrorsNameTheFileAndReason) {
   write_file(dir / "cut.png", png.substr(0, png.size() / 2));
   expect_error([&] { load_image(dir / "cut.png", 3, 32, 32); },
                {"cut.png", "cannot decode image (stb_image: "});
-  expect_error([&] { load_image(dir / "missing.png", 3, 8, 8); }, {"missing.png", "cannot open"});
+  expect_error([&] { load_image(dir / "missing.png", 3, 8, 8); }, {"missing.png", "no such file"});
   write_file(dir / "empty.jpg", "");
   expect_error([&] { load_image(dir / "empty.jpg", 3, 8, 8); }, {"empty.jpg", "empty"});
   expect_error([&] { load_image(dir / "ok.png", 2, 8, 8); }, {"ok.png", "1, 3 or 4"});

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "core/input_file.h"
 #include "core/paths.h"
+#include "data/image_file.h"
 #include "test_util.h"
 #include "train/config.h"
 #include "train/safetensors.h"
@@ -161,6 +163,75 @@ TEST_F(UntrustedCheckpoint, AFailedCheckpointWriteStopsCleanlyAndKeepsThePreviou
   auto resumed = test::run_zoo("train --config " + (t / "ten.json") + " --output-dir " + run + " --resume");
   EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_TRUE(fs::exists(run + "/checkpoint-10/optimizer.pt"));
+}
+
+// Unbounded reads: /dev/zero as a text or image input grew to 9 GB; a directory in data.files
+// was "an empty file"; /dev/zero in data.files hung. Inputs must be regular files, read up to a
+// cap named in the error.
+TEST(UnboundedReads, DevicesFoldersAndOversizedFilesAreRefusedByName) {
+  test::TempDir t;
+  for (const std::string& what : {std::string("/dev/zero"), std::string("/dev/null")}) {
+    try {
+      read_input_file(what, "text", 1 << 20);
+      FAIL() << what << " was read";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    check_input_file(t.path().string(), "data.files");
+    FAIL() << "a directory passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+  {  // a sparse 100 MiB file: refused from its size, with the cap and the variable that raises it
+    const std::string big = t / "big.txt";
+    test::write_file(big, "x");
+    fs::resize_file(big, 100 << 20);
+    try {
+      read_input_file(big, "text", 64 << 20, "set ZOO_MAX_TEXT_MIB to raise it");
+      FAIL() << "100 MiB read under a 64 MiB cap";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("64 MiB"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("ZOO_MAX_TEXT_MIB"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(data::load_image("/dev/zero", 1, 0, 0), Error);
+}
+
+// A PNG whose header claims 12000 x 12000 grey pixels (a few dozen bytes here; stb_image itself
+// refuses only images above 1 GiB) is refused from its header, naming the cap, before anything
+// is decoded or allocated.
+TEST(UnboundedReads, AnImageClaimingTooManyPixelsIsRefusedFromItsHeader) {
+  test::TempDir t;
+  auto be32 = [](uint32_t v) { return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)}; };
+  const std::string ihdr = "IHDR" + be32(12000) + be32(12000) + std::string{8, 0, 0, 0, 0};
+  const std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + be32(13) + ihdr + be32(0) /* CRC, unchecked */;
+  test::write_file(t / "huge.png", png);
+  try {
+    data::load_image(t / "huge.png", 1, 0, 0);
+    FAIL() << "a 144-megapixel image was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("12000x12000 pixels, above the cap of 100 megapixels"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A language model's data.files: /dev/zero and a folder stop zoo train at once, naming them.
+TEST(UnboundedReads, DataFilesMustBeRegularFiles) {
+  test::TempDir t;
+  fs::create_directories(t / "folder");
+  for (const std::string& bad : {std::string("/dev/zero"), t / "folder"}) {
+    const json config = {{"task", "language_modeling"},
+                         {"model", {{"preset", "gpt-nano-char"}, {"n_positions", 32}, {"n_layer", 1}, {"n_embd", 16}}},
+                         {"data", {{"files", {bad}}, {"tokenizer", "char"}}},
+                         {"train", {{"max_steps", 2}, {"report_to_tensorboard", false}}}};
+    write_json_file(t / "c.json", config);
+    auto r = test::run("timeout 60 " + std::string(ZOO_BINARY) + " train --config " + (t / "c.json") +
+                       " --output-dir " + (t / "out"));
+    EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.output;
+    EXPECT_NE(r.output.find("data.files " + bad + ": "), std::string::npos) << r.output;
+  }
 }
 
 // path_inside: the rule behind it. A symbolic link inside the folder that points out of it is

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <iostream>
 
+#include "core/input_file.h"
 #include "data/image_file.h"
 #include "data/text.h"
 #include "tools/commands.h"
@@ -22,11 +23,7 @@ struct ClassifyArgs {
 };
 
 std::string read_file_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(cat(path, ": cannot open"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_input_file(path, "text", number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20, "set ZOO_MAX_TEXT_MIB to raise it");
 }
 
 // Prints NAME<TAB>label<TAB>probability (the top k) per row of `probs`.

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <random>
 
+#include "core/input_file.h"
 #include "core/paths.h"
 #include "models/registry.h"
 #include "train/batch_stream.h"
@@ -18,7 +19,10 @@ namespace {
 
 std::vector<std::string> resolved_files(const std::vector<std::string>& files) {
   std::vector<std::string> out;
-  for (const auto& f : files) out.push_back(existing_data_path(f, "data.files"));
+  for (const auto& f : files) {
+    out.push_back(existing_data_path(f, "data.files"));
+    check_input_file(out.back(), "data.files");  // a regular file: not /dev/zero, a FIFO or a folder
+  }
   return out;
 }
 
