@@ -1,5 +1,6 @@
 // Untrusted files and faults (issue 36): a checkpoint is a file people download, so what its
 // config names must never make zoo write outside the output it was given.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -232,6 +233,44 @@ TEST(UnboundedReads, DataFilesMustBeRegularFiles) {
     EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.output;
     EXPECT_NE(r.output.find("data.files " + bad + ": "), std::string::npos) << r.output;
   }
+}
+
+// CLI11's parse and range errors exited 105 without "zoo: error:"; the README promises exit
+// code 1 and the prefix for every error. --help and --version still exit 0.
+TEST(CommandLine, ParseErrorsExitOneWithThePrefix) {
+  for (const std::string& args : {std::string("train --config"), std::string("train --no-such-option 3"),
+                                  std::string("generate --checkpoint x --max-new-tokens abc"), std::string("frobnicate")}) {
+    auto r = test::run_zoo(args);
+    EXPECT_EQ(r.exit_code, 1) << args << ": " << r.output;
+    EXPECT_EQ(r.output.rfind("zoo: error: ", 0), 0u) << args << ": " << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << args << ": " << r.output;
+  }
+  EXPECT_EQ(test::run_zoo("--help").exit_code, 0);
+  EXPECT_EQ(test::run_zoo("train --help").exit_code, 0);
+  EXPECT_EQ(test::run_zoo("--version").exit_code, 0);
+}
+
+// `zoo export --out` pointed at the checkpoint itself replaced its config.json with Hugging
+// Face's (and the checkpoint no longer loaded): refused, nothing written.
+TEST_F(UntrustedCheckpoint, ExportIntoTheCheckpointItselfIsRefused) {
+  test::TempDir t;
+  fs::copy(*dir_ / "run/checkpoint-10", t / "ckpt", fs::copy_options::recursive);
+  const std::string config = test::read_file(t / "ckpt/config.json");
+  for (const std::string& out : {t / "ckpt", t / "ckpt/", t.path().string()}) {
+    expect_one_line_error(test::run_zoo("export --checkpoint " + (t / "ckpt") + " --out " + out), "give another directory",
+                          "export into " + out);
+    EXPECT_EQ(test::read_file(t / "ckpt/config.json"), config) << out;
+  }
+  auto r = test::run_zoo("eval --checkpoint " + (t / "ckpt"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// max_steps=0 with no epochs exited 0 with "last checkpoint " and nothing written.
+TEST_F(UntrustedCheckpoint, ARunOfZeroStepsIsRefused) {
+  test::TempDir t;
+  auto r = test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (t / "out") +
+                         " --set train.max_steps=0 --set train.num_train_epochs=0");
+  expect_one_line_error(r, "nothing to train", "zero steps");
 }
 
 // path_inside: the rule behind it. A symbolic link inside the folder that points out of it is

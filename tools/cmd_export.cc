@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "core/paths.h"
 #include "models/registry.h"
 #include "tools/commands.h"
 #include "train/checkpoint.h"
@@ -22,6 +23,10 @@ int run_export(const ExportArgs& a) {
   checked_checkpoint_dir(a.checkpoint);
   std::error_code ec;
   if (fs::exists(a.out, ec) && !fs::is_directory(a.out, ec)) throw Error(cat(a.out, ": exists and is not a directory"));
+  // The export's config.json is Hugging Face's, not zoo's: written over the checkpoint's own it
+  // would leave a checkpoint zoo cannot load.
+  if (path_inside(a.out, a.checkpoint) || path_inside(a.checkpoint, a.out))
+    throw Error(cat("--out ", a.out, " is the checkpoint ", a.checkpoint, " or holds it; give another directory"));
   // Loading checks that the weights match the config before anything is written.
   auto task = load_task(a.checkpoint, {}, torch::Device(torch::kCPU));
   fs::create_directories(a.out, ec);

@@ -1,4 +1,5 @@
 // zoo: train, evaluate, export and run attention models from the command line.
+#include <algorithm>
 #include <iostream>
 
 #include <torch/torch.h>
@@ -28,7 +29,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A malformed command line is an error like any other: one line, exit code 1.
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::cerr << "zoo: error: " << what << " (zoo --help, or zoo COMMAND --help, lists the options)" << std::endl;
+    return 1;
   } catch (const zoo::Error& e) {
     std::cerr << "zoo: error: " << e.what() << std::endl;
     return 1;

@@ -102,6 +102,9 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
       static_cast<int64_t>(task_.epoch_plan(o_.seed, 0, o_.per_device_train_batch_size * world()).size());
   steps_per_epoch_ = std::max<int64_t>(1, micro_batches_ / o_.gradient_accumulation_steps);
   total_steps_ = o_.max_steps > 0 ? o_.max_steps : static_cast<int64_t>(std::ceil(o_.num_train_epochs * steps_per_epoch_));
+  if (total_steps_ <= 0)
+    throw Error(cat("nothing to train: train.max_steps is 0 and train.num_train_epochs (", o_.num_train_epochs,
+                    ") makes 0 steps of ", steps_per_epoch_, " per epoch; set train.max_steps or train.num_train_epochs"));
   warmup_ = o_.warmup_steps > 0 ? o_.warmup_steps : static_cast<int64_t>(std::ceil(o_.warmup_ratio * total_steps_));
   best_metric_ = o_.metric_for_best_model.empty() ? task_.default_best_metric() : o_.metric_for_best_model;
   greater_ = o_.metric_for_best_model.empty() ? best_metric_ != "loss" : o_.greater_is_better;
