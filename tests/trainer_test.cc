@@ -708,6 +708,25 @@ TEST(Trainer, LossPartsAreLoggedBesideTheTotal) {
   EXPECT_TRUE(task.net_->is_training());  // given back after the evaluations
 }
 
+// Every logged step carries the process's peak resident memory (no CUDA figure on the CPU),
+// never falling, at least the size of a buffer the test allocates and touches first.
+TEST(Trainer, PeakMemoryIsLogged) {
+  test::TempDir dir;
+  std::vector<char> ballast(64 << 20, 1);  // 64 MiB resident before training
+  TwoPartTask task;
+  train(task, TrainerArgs{linear_config({{"max_steps", 4}, {"per_device_train_batch_size", 8}, {"logging_steps", 1}}),
+                          "x", dir / "out", torch::Device(torch::kCPU), ""});
+  double last = 0;
+  for (const auto& [step, j] : test::train_records(dir / "out")) {
+    ASSERT_TRUE(j.contains("peak_rss_mib")) << j.dump();
+    EXPECT_GE(j["peak_rss_mib"].get<double>(), 64 + ballast[12345]) << j.dump();
+    EXPECT_GE(j["peak_rss_mib"].get<double>(), last);
+    EXPECT_FALSE(j.contains("cuda_peak_allocated_mib"));
+    last = j["peak_rss_mib"].get<double>();
+  }
+  EXPECT_GT(last, 0);
+}
+
 // Evaluation runs in the training precision: bf16 autocast in a bf16 run, fp32 otherwise.
 TEST(Trainer, EvaluationRunsInTheTrainingPrecision) {
   const bool bf16 = !cpu_bf16_support().empty();

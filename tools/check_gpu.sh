@@ -115,7 +115,7 @@ if ! build -DZOO_CUDA_GRAPHS=ON -DZOO_NCCL=ON >"$OUT_DIR/build.log" 2>&1; then
   # graphs (train/cuda_graph.cc, train/optimizers.cc), or both when the errors name neither.
   off=()
   grep -q "^FAILED: .*distributed.cc" "$OUT_DIR/build.log" && off+=(-DZOO_NCCL=OFF)
-  grep -qE "^FAILED: .*(cuda_graph|optimizers|graphed_step).cc" "$OUT_DIR/build.log" && off+=(-DZOO_CUDA_GRAPHS=OFF)
+  grep -qE "^FAILED: .*(cuda_graph|optimizers|graphed_step|memory).cc" "$OUT_DIR/build.log" && off+=(-DZOO_CUDA_GRAPHS=OFF)
   if [ ${#off[@]} -eq 0 ] && [ -x "$BUILD/zoo" ] && ! grep -q "^FAILED: .*zoo_core" "$OUT_DIR/build.log"; then
     echo "build: only benchmarks or tests failed (build.log); going on without them"
     grep -E "^FAILED" "$OUT_DIR/build.log"

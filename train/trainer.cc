@@ -9,6 +9,7 @@
 #include "train/checkpoint.h"
 #include "train/graphed_step.h"
 #include "train/logging.h"
+#include "train/memory.h"
 
 namespace fs = std::filesystem;
 
@@ -310,6 +311,9 @@ void Trainer::log_step(const LossValues& loss, double lr, double grad_norm, int6
   for (const auto& [name, x] : window_.loss.parts) values["loss_" + name] = x / n;
   if (std::isfinite(grad_norm)) values["grad_norm"] = grad_norm;
   if (scaler_) values["loss_scale"] = scaler_->scale();
+  const MemoryPeaks peaks = memory_peaks(args_.device);
+  values["peak_rss_mib"] = std::round(peaks.rss_mib);
+  if (peaks.cuda_allocated_mib >= 0) values["cuda_peak_allocated_mib"] = std::round(peaks.cuda_allocated_mib);
   log_->log_train(state_.step, values);
   window_ = Window{};
   window_.start = std::chrono::steady_clock::now();
@@ -396,8 +400,12 @@ TrainResult Trainer::run() {
   result_.global_step = state_.step;
   result_.best_checkpoint = state_.best_checkpoint;
   if (!result_.interrupted) {
+    const MemoryPeaks peaks = memory_peaks(args_.device);
     message(cat("done: ", state_.step, " steps in ",
                 format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()),
+                "; peak memory ", std::lround(peaks.rss_mib), " MiB resident",
+                peaks.cuda_allocated_mib >= 0 ? cat(", ", std::lround(peaks.cuda_allocated_mib), " MiB CUDA allocated")
+                                              : std::string(),
                 "; last checkpoint ", result_.last_checkpoint,
                 state_.best_checkpoint.empty() ? std::string()
                                                : cat("; best (", best_metric_, "=", state_.best_value, ") ",
