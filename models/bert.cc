@@ -76,7 +76,11 @@ torch::Tensor BertModelImpl::forward(const torch::Tensor& input_ids, const torch
   auto x = (*positions)(word_embeddings(input_ids) + token_type_embeddings(types), position_offset);
   x = embeddings_norm(x);
   x = apply_dropout(x, o_.hidden_dropout_prob, is_training());
-  for (const auto& layer : *layers) x = layer->as<BertLayer>()->forward(x, attention_mask);
+  for (const auto& layer : *layers) {
+    auto* block = layer->as<BertLayer>();
+    x = checkpointed(is_training(), x,
+                     [block, attention_mask](const torch::Tensor& in) { return block->forward(in, attention_mask); });
+  }
   return x;
 }
 

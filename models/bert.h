@@ -23,6 +23,7 @@
 #include "core/options.h"
 #include "models/attention.h"
 #include "models/blocks.h"
+#include "models/recompute.h"
 
 namespace zoo::models {
 
@@ -88,7 +89,7 @@ TORCH_MODULE(BertLayer);
 
 /// Embeddings, encoder and pooler (Hugging Face's BertModel), registered under the owner's
 /// "bert." prefix by the heads.
-class BertModelImpl : public torch::nn::Module {
+class BertModelImpl : public torch::nn::Module, public GradientCheckpointing {
  public:
   explicit BertModelImpl(const BertOptions& o);
   /// input_ids (B, T), token_type_ids (B, T) or undefined (all 0), attention_mask (B, T) or

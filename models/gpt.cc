@@ -55,7 +55,11 @@ torch::Tensor GPT2ModelImpl::forward(const torch::Tensor& input_ids, std::vector
                     " (model.n_positions); use a shorter context"));
   if (caches && caches->empty()) caches->resize(h->size());
   auto x = apply_dropout((*wpe)(wte(input_ids), past), o_.embd_pdrop, is_training());
-  for (size_t i = 0; i < h->size(); ++i) x = h[i]->as<GPT2Block>()->forward(x, caches ? &(*caches)[i] : nullptr);
+  for (size_t i = 0; i < h->size(); ++i) {
+    auto* block = h[i]->as<GPT2Block>();
+    if (caches) x = block->forward(x, &(*caches)[i]);
+    else x = checkpointed(is_training(), x, [block](const torch::Tensor& in) { return block->forward(in, nullptr); });
+  }
   return ln_f(x);
 }
 

@@ -27,6 +27,7 @@
 #include "models/attention.h"
 #include "models/blocks.h"
 #include "models/generation.h"
+#include "models/recompute.h"
 
 namespace zoo::models {
 
@@ -86,7 +87,7 @@ class GPT2BlockImpl : public torch::nn::Module {
 TORCH_MODULE(GPT2Block);
 
 /// The body (Hugging Face's GPT2Model): embeddings, blocks, final LayerNorm.
-class GPT2ModelImpl : public torch::nn::Module {
+class GPT2ModelImpl : public torch::nn::Module, public GradientCheckpointing {
  public:
   explicit GPT2ModelImpl(const GPT2Options& o);
   /// input_ids (B, T) int64 -> hidden states (B, T, H). With caches (one per block), the ids

@@ -154,7 +154,10 @@ torch::Tensor TransformerImpl::encode(const torch::Tensor& src) {
   TORCH_CHECK(src.dim() == 2, "Transformer expects src of shape (B, S), got ", src.sizes());
   auto mask = src.ne(o_.pad_id);
   auto x = embed(source_embedding, src, encoder_positions, 0);
-  for (const auto& layer : *encoder_layers) x = layer->as<TransformerEncoderLayer>()->forward(x, mask);
+  for (const auto& layer : *encoder_layers) {
+    auto* block = layer->as<TransformerEncoderLayer>();
+    x = checkpointed(is_training(), x, [block, mask](const torch::Tensor& in) { return block->forward(in, mask); });
+  }
   return encoder_norm ? encoder_norm(x) : x;
 }
 
@@ -165,10 +168,22 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
   if (caches && caches->empty()) caches->resize(2 * layers);
   const int64_t offset = caches ? (*caches)[0].length() : 0;
   auto x = embed(target_embedding, tgt_in, decoder_positions, offset);
-  for (size_t i = 0; i < layers; ++i)
-    x = decoder_layers[i]->as<TransformerDecoderLayer>()->forward(
-        x, memory, src_mask, caches ? &(*caches)[2 * i] : nullptr, caches ? &(*caches)[2 * i + 1] : nullptr,
-        i + 1 == layers ? last_weights : nullptr);
+  for (size_t i = 0; i < layers; ++i) {
+    auto* block = decoder_layers[i]->as<TransformerDecoderLayer>();
+    torch::Tensor* weights = i + 1 == layers ? last_weights : nullptr;
+    if (caches || weights || !gradient_checkpointing() || !is_training()) {
+      x = block->forward(x, memory, src_mask, caches ? &(*caches)[2 * i] : nullptr,
+                         caches ? &(*caches)[2 * i + 1] : nullptr, weights);
+      continue;
+    }
+    // The encoder's output is an input of the recomputed block, so its gradient flows back
+    // through the return value (not through a second pass over the encoder).
+    x = recompute_in_backward(
+        [block, src_mask](const std::vector<torch::Tensor>& in) {
+          return block->forward(in[0], in[1], src_mask, nullptr, nullptr, nullptr);
+        },
+        {x, memory});
+  }
   return decoder_norm ? decoder_norm(x) : x;
 }
 

@@ -31,6 +31,7 @@
 #include "models/attention.h"
 #include "models/blocks.h"
 #include "models/encoder_decoder.h"
+#include "models/recompute.h"
 
 namespace zoo::models {
 
@@ -131,7 +132,7 @@ TORCH_MODULE(TransformerDecoderLayer);
 
 /// The encoder-decoder (Hugging Face's MarianMTModel). Implements EncoderDecoder, so the
 /// translation task, the searches and `zoo translate` use it without naming it.
-class TransformerImpl : public torch::nn::Module, public EncoderDecoder {
+class TransformerImpl : public torch::nn::Module, public EncoderDecoder, public GradientCheckpointing {
  public:
   explicit TransformerImpl(const TransformerOptions& o);
 

@@ -80,7 +80,10 @@ torch::Tensor ViTModelImpl::forward(const torch::Tensor& pixel_values) {
                                          projection->bias);  // (B, P, H)
   x = (*positions)(torch::cat({cls_token.expand({batch, 1, o_.hidden_size}), x}, 1));  // (B, P+1, H)
   x = apply_dropout(x, o_.hidden_dropout_prob, is_training());
-  for (auto& layer : *layers) x = layer->as<ViTLayer>()->forward(x);
+  for (auto& layer : *layers) {
+    auto* block = layer->as<ViTLayer>();
+    x = checkpointed(is_training(), x, [block](const torch::Tensor& in) { return block->forward(in); });
+  }
   return layernorm(x);
 }
 

@@ -23,6 +23,7 @@
 #include "core/options.h"
 #include "models/attention.h"
 #include "models/blocks.h"
+#include "models/recompute.h"
 
 namespace zoo::models {
 
@@ -82,7 +83,7 @@ class ViTLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(ViTLayer);
 
-class ViTModelImpl : public torch::nn::Module {
+class ViTModelImpl : public torch::nn::Module, public GradientCheckpointing {
  public:
   explicit ViTModelImpl(const ViTOptions& o);
   /// pixel_values (B, C, S, S) float -> last hidden state (B, P+1, H), after final LayerNorm.

@@ -47,6 +47,7 @@ struct TrainOptions {
   double ddp_timeout = 1800;
   double ddp_bucket_cap_mb = 25;
   bool cuda_graphs = false;
+  bool gradient_checkpointing = false;
 
   template <class V>
   void fields(V& v) {
@@ -113,6 +114,9 @@ struct TrainOptions {
       "CUDA (LibTorch >= 2.2): capture the optimizer step (forward, backward, clipping, AdamW) once as a CUDA "
       "graph and replay it for every batch of the same shapes; language modelling and image classification, "
       "adamw, one process, no gradient accumulation");
+    v("gradient_checkpointing", gradient_checkpointing,
+      "recompute each transformer block's activations in backward instead of keeping them (less memory, about a "
+      "third more arithmetic); GPT, BERT, ViT and the Transformer");
     v("ddp_bucket_cap_mb", ddp_bucket_cap_mb, "data parallel: size of the gradient buckets all-reduced during backward",
       between(0.001, 1e4));
   }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "models/recompute.h"
 #include "train/batch_stream.h"
 #include "train/checkpoint.h"
 #include "train/graphed_step.h"
@@ -119,8 +120,10 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
     args_.collective->attach(*model_);
   }
   if (o_.ema_decay > 0 && !average_) average_.emplace(*model_, o_.ema_decay);
-  // One batch slice per core on the CPU (see forward_backward).
-  shards_ = args_.device.is_cpu() && task_.splittable() ? at::get_num_threads() : 1;
+  if (o_.gradient_checkpointing) enable_gradient_checkpointing();
+  // One batch slice per core on the CPU (see forward_backward); not with recomputed blocks,
+  // whose backward adds to the parameters' gradients from each slice's thread.
+  shards_ = args_.device.is_cpu() && task_.splittable() && !o_.gradient_checkpointing ? at::get_num_threads() : 1;
   params_ = model_->parameters();
   if (o_.cuda_graphs && scaler_)
     throw Error("train.cuda_graphs does not run with train.precision=fp16 (loss scaling decides on the host "
@@ -135,6 +138,15 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
 }
 
 Trainer::~Trainer() = default;
+
+void Trainer::enable_gradient_checkpointing() {
+  if (o_.cuda_graphs)
+    throw Error("train.gradient_checkpointing does not run with train.cuda_graphs (its backward reruns blocks "
+                "outside the captured graph); choose one");
+  if (models::set_gradient_checkpointing(*model_, true) == 0)
+    throw Error(cat("train.gradient_checkpointing: this model (", model_type(), ") has no blocks to recompute; it runs "
+                    "for GPT, BERT, ViT and the Transformer"));
+}
 
 void Trainer::restore(const std::string& from) {
   const fs::path dir = from;

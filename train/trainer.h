@@ -91,6 +91,8 @@ class Trainer {
 
  private:
   void restore(const std::string& dir);
+  // train.gradient_checkpointing: switches every recomputable block of the model on.
+  void enable_gradient_checkpointing();
   // Forward and backward of one optimizer step's micro-batches; the mean loss.
   LossValues accumulate_gradients(BatchStream& stream, int64_t* examples);
   // train.cuda_graphs: the whole step through the captured graph; the loss, and the gradient

@@ -47,6 +47,7 @@
 #include "train/cuda_graph.h"
 #include "train/device.h"
 #include "train/grad_scaler.h"
+#include "train/memory.h"
 #include "train/optimizers.h"
 #include "train/precision.h"
 #include "train/safetensors.h"
@@ -86,7 +87,7 @@ struct TrainSetup {
   int64_t batch, steps, warmup, shards;
   torch::Device device;
   std::string precision;  // fp32, bf16 or fp16
-  bool async_clip, cuda_graph;
+  bool async_clip, cuda_graph, recompute;
   bool amp() const { return precision != "fp32"; }
 };
 
@@ -95,6 +96,7 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   zoo::models::GPT2LMHeadModel model(o);
   model->to(s.device);
   model->train();
+  zoo::models::set_gradient_checkpointing(*model, s.recompute);
   zoo::ThreadedAdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(0.1));
   const int64_t t = o.n_positions;
   auto ids = torch::randint(0, o.vocab_size, {s.batch, t + 1}, torch::kLong).to(s.device);
@@ -195,7 +197,8 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
             << ",\"batch\":" << s.batch << ",\"median_step_ms\":" << 1000 * step
             << ",\"tokens_per_s\":" << tokens / step
             << ",\"model_gflop_per_step\":" << flops / 1e9 << ",\"matmul_peak_gflops\":" << peak / 1e9
-            << ",\"mfu\":" << flops / step / peak << phase_json << "}" << std::endl;
+            << ",\"mfu\":" << flops / step / peak << ",\"gradient_checkpointing\":" << (s.recompute ? "true" : "false")
+            << ",\"peak_rss_mib\":" << zoo::memory_peaks(s.device).rss_mib << phase_json << "}" << std::endl;
   return 0;
 }
 
@@ -280,7 +283,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", device_spec, "train: cpu, cuda, cuda:N or mps");
   app.add_option("--precision", precision, "train: fp32, bf16 or fp16 autocast as train.precision")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
-  bool async_clip = false, cuda_graph = false;
+  bool async_clip = false, cuda_graph = false, recompute = false;
+  app.add_flag("--gradient-checkpointing", recompute, "train: recompute each block in backward (train.gradient_checkpointing)");
   app.add_flag("--async-clip", async_clip, "train: clip without reading the norm back to the host");
   app.add_flag("--cuda-graph", cuda_graph, "train: capture the step as a CUDA graph and replay it (CUDA, LibTorch 2.x)");
   app.add_option("--prompt", prompt, "generate: prompt tokens");
@@ -297,7 +301,8 @@ int main(int argc, char** argv) {
       if (shards <= 0) shards = device.is_cpu() && dropout == 0 ? torch::get_num_threads() : 1;
       if (cuda_graph && !device.is_cuda()) throw zoo::Error("--cuda-graph needs --device cuda");
       if (cuda_graph && precision == "fp16") throw zoo::Error("--cuda-graph does not run with fp16's loss scaling");
-      return train_mode(o, {batch, steps, warmup, shards, device, precision, async_clip, cuda_graph});
+      if (recompute) shards = 1;  // as zoo train: recomputed blocks run one slice
+      return train_mode(o, {batch, steps, warmup, shards, device, precision, async_clip, cuda_graph, recompute});
     } catch (const zoo::Error& e) {
       std::cerr << "zoo_bench_gpt: " << e.what() << std::endl;
       return 2;
