@@ -52,7 +52,10 @@ torch::Tensor Doc000BertImpl::attend(const torch::Tensor& x, const torch::Tensor
     if (mask.defined()) scores = scores.masked_fill(mask, -1e9);
     heads.push_back(torch::bmm(scores.softmax(-1), v_[h](x)));
   }
-  return attention_norm(attention_linear(torch::cat(heads, -1)));
+  // fp32 into the LayerNorm: under CPU bf16 autocast the projection is bf16, and LibTorch 1.x's
+  // CPU layer_norm refuses a bf16 input with fp32 weights (a no-op in fp32 and on CUDA, where
+  // autocast runs layer_norm in fp32 anyway).
+  return attention_norm(attention_linear(torch::cat(heads, -1)).to(torch::kFloat));
 }
 
 std::pair<torch::Tensor, torch::Tensor> Doc000BertImpl::forward(const torch::Tensor& input_ids,
@@ -67,7 +70,7 @@ torch::Tensor Doc000BertImpl::encode(const torch::Tensor& input_ids, const torch
   h = apply_dropout(h, o_.dropout, is_training());
   h = ff2(torch::gelu(h));
   h = apply_dropout(h, o_.dropout, is_training());
-  return encoder_norm(h);  // no residual, as the document
+  return encoder_norm(h.to(torch::kFloat));  // no residual, as the document; fp32 as in attend()
 }
 
 }  // namespace zoo::models

@@ -13,6 +13,8 @@
 #include "test_util.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/device.h"
+#include "train/precision.h"
 #include "train/safetensors.h"
 
 namespace zoo {
@@ -192,6 +194,35 @@ TEST(BertDoc000, MatchesTheDocumentsPyTorchCode) {
   auto [tokens, nsp] = m->forward(t.at("input_ids"), t.at("attention_mask"));
   EXPECT_LE((tokens - t.at("token_predictions")).abs().max().item<double>(), 1e-5);
   EXPECT_LE((nsp - t.at("nsp")).abs().max().item<double>(), 1e-5);
+}
+
+// Under bf16 autocast (on a CPU with native bf16, or CUDA) document 000's BERT runs forward and
+// backward (its LayerNorms get fp32 inputs: LibTorch 1.x's CPU layer_norm refused bf16 ones),
+// close to its fp32 outputs.
+TEST(BertDoc000, RunsUnderBf16Autocast) {
+  std::vector<torch::Device> devices;
+  if (!cpu_bf16_support().empty()) devices.emplace_back(torch::kCPU);
+  if (torch::cuda::is_available() && cuda_bf16_support(0)) devices.emplace_back(torch::kCUDA);
+  if (devices.empty()) GTEST_SKIP() << "neither this CPU nor a GPU computes in bf16";  // reported, not passed
+  for (const auto& device : devices) {
+    models::Doc000BertOptions o;
+    o.vocab_size = 57, o.dim_inp = 24, o.dim_out = 18, o.attention_heads = 3;
+    torch::manual_seed(2);
+    models::Doc000Bert m(o);
+    m->to(device);
+    m->eval();
+    const auto ids = torch::randint(5, 57, {3, 11}, torch::kLong).to(device);
+    const auto mask = (ids == 7).unsqueeze(1);
+    auto [want_tokens, want_nsp] = m->forward(ids, mask);
+    torch::Tensor tokens, nsp;
+    {
+      AutocastGuard autocast(true, device);
+      std::tie(tokens, nsp) = m->forward(ids, mask);
+    }
+    (tokens.to(torch::kFloat).sum() + nsp.to(torch::kFloat).sum()).backward();
+    EXPECT_LE((tokens.to(torch::kFloat) - want_tokens).abs().max().item<double>(), 0.1) << device;
+    EXPECT_TRUE(m->parameters().front().grad().defined()) << device;
+  }
 }
 
 // The MLM loss over the selected tokens' scores only equals the document's loss over all
