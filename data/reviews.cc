@@ -141,6 +141,10 @@ std::vector<CsvRow> parse_csv(const std::string& text, const std::string& where)
           ++i;
         } else {
           in_quotes = false;
+          const char next = i + 1 < text.size() ? text[i + 1] : ',';
+          if (next != ',' && next != '\n' && next != '\r' && row.problem.empty())
+            row.problem = cat("the quoted field opened on line ", quote_line, " is closed by a quote followed by text"
+                              " (an unbalanced quote? rows up to line ", line, " ran together; escape a quote as \"\")");
         }
         continue;
       }
@@ -239,6 +243,10 @@ std::vector<LabeledText> read_text_csv(const std::string& path, const std::strin
     CsvRow& row = rows[r];
     const std::string where = cat(path, ":", row.line);
     if (row.fields.size() == 1 && row.fields[0].empty()) continue;  // a blank line
+    if (!row.problem.empty()) {
+      bad(cat(where, ": ", row.problem), options, report);
+      continue;
+    }
     if (row.fields.size() != header.size()) {
       bad(cat(where, ": ", row.fields.size(), " fields where the header has ", header.size(),
               " (an unquoted comma in a text? quote the field)"),

@@ -59,6 +59,10 @@ struct CsvRow {
   std::vector<std::string> fields;
   int64_t line = 0;
   int64_t byte = 0;  // offset of the row in the text
+  /// Why the row is malformed though it parsed, or "": a quoted field whose closing quote is
+  /// followed by more text (RFC 4180 allows only a comma or the line's end there), which is
+  /// what an unbalanced quote does when a later quote closes it, rows merged in between.
+  std::string problem;
 };
 std::vector<CsvRow> parse_csv(const std::string& text, const std::string& where);
 

@@ -86,6 +86,21 @@ TEST(Reviews, BadCsvRowsAreNamedSkippedOrFatal) {
   strict.strict = true;
   EXPECT_EQ(error_of([&] { read_text_csv(path, "review", "sentiment", strict, report); }), report.messages[0]);
 
+  // An unbalanced quote that a later row's quote closes merged the rows between, silently, also
+  // when strict: 10 rows gave 9. Now that row is named (and skipped, or fatal when strict).
+  {
+    std::string csv = "review,sentiment\n";
+    for (int i = 1; i <= 10; ++i)
+      csv += i == 3 ? "\"an unbalanced quote,positive\n" : i == 6 ? "\"quoted\",negative\n" : "row " + std::to_string(i) + ",positive\n";
+    test::write_file(path, csv);
+    TextReadReport merged;
+    texts = read_text_csv(path, "review", "sentiment", {}, merged);
+    EXPECT_EQ(texts.size(), 6u);  // rows 1, 2, 7-10: rows 3-6 ran together into one malformed row
+    ASSERT_EQ(merged.messages.size(), 1u);
+    EXPECT_EQ(merged.messages[0].rfind(path + ":4: the quoted field opened on line 4 is closed by a quote followed by text", 0), 0u)
+        << merged.messages[0];
+    EXPECT_EQ(error_of([&] { read_text_csv(path, "review", "sentiment", strict, merged); }), merged.messages[0]);
+  }
   test::write_file(path, "review,sentiment\nfine,positive\n\"never closed,negative\nmore\n");
   EXPECT_EQ(error_of([&] { read_text_csv(path, "review", "sentiment", {}, report); }),
             path + ":3: a quoted field opened on this line is never closed (unterminated quote)");
