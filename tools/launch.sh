@@ -5,7 +5,7 @@
 #
 # Each process gets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and, unless set,
 # OMP_NUM_THREADS = cores / N). When one exits with an error the others are stopped and the
-# launcher exits with that status. Several machines: run torchrun, srun or mpirun (README).
+# launcher exits with that status. Several machines: run torchrun, srun or mpirun (docs/usage.md).
 #
 #   --nproc N          processes (default: 2)
 #   --master-port P    rendezvous port on 127.0.0.1 (default: MASTER_PORT, else 29500)
