@@ -2,8 +2,7 @@
 
 #include <mutex>
 
-#include <ATen/autocast_mode.h>
-#include <torch/version.h>
+#include "models/autocast_state.h"
 
 namespace zoo::models {
 
@@ -13,40 +12,7 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // Autocast is per thread and backward may run on another thread (CUDA's device threads), so the
-// forward's state is carried over to the rerun.
-struct AutocastState {
-  bool cpu = false, cuda = false;
-  at::ScalarType cpu_dtype = at::kBFloat16, cuda_dtype = at::kHalf;
-
-  static AutocastState current() {
-    AutocastState s;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    s.cpu = at::autocast::is_autocast_enabled(at::kCPU);
-    s.cuda = at::autocast::is_autocast_enabled(at::kCUDA);
-    s.cpu_dtype = at::autocast::get_autocast_dtype(at::kCPU);
-    s.cuda_dtype = at::autocast::get_autocast_dtype(at::kCUDA);
-#else
-    s.cpu = at::autocast::is_cpu_enabled();
-    s.cuda = at::autocast::is_enabled();
-    s.cpu_dtype = at::autocast::get_autocast_cpu_dtype();
-    s.cuda_dtype = at::autocast::get_autocast_gpu_dtype();
-#endif
-    return s;
-  }
-  void apply() const {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    at::autocast::set_autocast_enabled(at::kCPU, cpu);
-    at::autocast::set_autocast_enabled(at::kCUDA, cuda);
-    at::autocast::set_autocast_dtype(at::kCPU, cpu_dtype);
-    at::autocast::set_autocast_dtype(at::kCUDA, cuda_dtype);
-#else
-    at::autocast::set_cpu_enabled(cpu);
-    at::autocast::set_enabled(cuda);
-    at::autocast::set_autocast_cpu_dtype(cpu_dtype);
-    at::autocast::set_autocast_gpu_dtype(cuda_dtype);
-#endif
-  }
-};
+// forward's state (AutocastState) is carried over to the rerun.
 
 // What the rerun needs, carried through the autograd context as a capsule.
 struct Saved : torch::CustomClassHolder {

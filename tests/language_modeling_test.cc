@@ -14,6 +14,7 @@
 
 #include "data/token_stream.h"
 #include "data/tokenizer.h"
+#include "fixtures.h"
 #include "test_util.h"
 #include "train/config.h"
 
@@ -22,27 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// About 20 KB of text with structure a tiny model picks up in a few steps.
-std::string corpus() {
-  std::string text;
-  const char* lines[] = {"the cat sat on the mat.\n", "a dog ran in the park!\n", "we sing, you dance.\n"};
-  for (int i = 0; i < 300; ++i) text += lines[i % 3];
-  return text;
-}
-
-// A config for a tiny GPT on `files` with a 32-token context.
-std::string tiny_config(const test::TempDir& dir, const std::vector<std::string>& files, int steps = 30) {
-  json config = {{"task", "language_modeling"},
-                 {"model", {{"preset", "gpt-nano-char"}, {"n_positions", 32}, {"n_layer", 2}, {"n_embd", 32}}},
-                 {"data", {{"files", files}, {"tokenizer", "char"}, {"max_eval_windows", 50}}},
-                 {"train",
-                  {{"max_steps", steps}, {"per_device_train_batch_size", 8}, {"learning_rate", 3e-3},
-                   {"logging_steps", 10}, {"eval_steps", steps}, {"save_steps", steps},
-                   {"report_to_tensorboard", false}}}};
-  const std::string path = dir / "config.json";
-  write_json_file(path, config);
-  return path;
-}
+using test::corpus;
+using test::tiny_config;
 
 // Trains the tiny model once for the tests that need a checkpoint.
 class TrainedLanguageModel : public ::testing::Test {

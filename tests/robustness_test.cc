@@ -10,6 +10,7 @@
 #include "core/input_file.h"
 #include "core/paths.h"
 #include "data/image_file.h"
+#include "fixtures.h"
 #include "test_util.h"
 #include "train/config.h"
 #include "train/safetensors.h"
@@ -19,11 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string corpus() {
-  std::string text;
-  for (int i = 0; i < 300; ++i) text += i % 2 ? "the cat sat on the mat.\n" : "a dog ran in the park!\n";
-  return text;
-}
+using test::corpus;
 
 // A trained tiny GPT (10 steps), shared by the tests of this file.
 class UntrustedCheckpoint : public ::testing::Test {
@@ -31,13 +28,7 @@ class UntrustedCheckpoint : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new test::TempDir();
     test::write_file(*dir_ / "text.txt", corpus());
-    const json config = {
-        {"task", "language_modeling"},
-        {"model", {{"preset", "gpt-nano-char"}, {"n_positions", 32}, {"n_layer", 1}, {"n_embd", 16}}},
-        {"data", {{"files", {*dir_ / "text.txt"}}, {"tokenizer", "char"}, {"max_eval_windows", 20}}},
-        {"train", {{"max_steps", 10}, {"per_device_train_batch_size", 4}, {"save_steps", 10},
-                   {"report_to_tensorboard", false}}}};
-    write_json_file(*dir_ / "config.json", config);
+    test::tiny_config(*dir_, {*dir_ / "text.txt"}, 10);  // dir/config.json: 10 steps, saved at the end
     auto r = test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (*dir_ / "run"));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }

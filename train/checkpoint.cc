@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "core/output_file.h"
 #include "models/registry.h"
 #include "train/safetensors.h"
 
@@ -258,20 +259,17 @@ void fsync_path(const fs::path& p) {
 void save_optimizer(const torch::optim::Optimizer& optimizer, const std::string& path) {
   torch::serialize::OutputArchive archive;
   optimizer.save(archive);
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw Error(cat(path, ": cannot open for writing (", std::strerror(errno), ")"));
-  int failed = 0;
-  // The archive's writer must see every byte taken (it cannot fail cleanly), so a failure is
-  // recorded here and reported after it has finished.
+  OutputFile out(path);
+  // The archive's sink must take every byte (its writer cannot fail cleanly): OutputFile keeps
+  // a failure and reports it at close().
   archive.save_to([&](const void* data, size_t n) -> size_t {
-    if (!failed && n > 0 && std::fwrite(data, 1, n, f) != n) failed = errno ? errno : EIO;
+    out.write(data, n);
     return n;
   });
-  if (std::fflush(f) != 0 && !failed) failed = errno ? errno : EIO;
-  if (std::fclose(f) != 0 && !failed) failed = errno ? errno : EIO;
-  if (failed) {
-    std::remove(path.c_str());
-    throw Error(cat(path, ": cannot write (", std::strerror(failed), "); this checkpoint is not saved"));
+  try {
+    out.close();
+  } catch (const Error& e) {
+    throw Error(cat(e.what(), "; this checkpoint is not saved"));
   }
 }
 

@@ -1,12 +1,11 @@
 #include "train/config.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "core/output_file.h"
 
 namespace zoo {
 
@@ -39,15 +38,15 @@ json read_json_file(const std::string& path) {
 void write_json_file(const std::string& path, const json& j) {
   const std::string tmp = path + ".tmp";
   const std::string text = j.dump(2) + "\n";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw Error(cat(path, ": cannot open for writing (", std::strerror(errno), ")"));
-  int failed = std::fwrite(text.data(), 1, text.size(), f) == text.size() ? 0 : (errno ? errno : EIO);
-  if (std::fflush(f) != 0 && !failed) failed = errno ? errno : EIO;
-  if (std::fclose(f) != 0 && !failed) failed = errno ? errno : EIO;
+  {
+    OutputFile out(tmp, path);
+    out.write(text.data(), text.size());
+    out.close();
+  }
   std::error_code ec;
-  if (!failed) std::filesystem::rename(tmp, path, ec);
-  if (failed || ec) {
-    const std::string why = failed ? std::strerror(failed) : ec.message();
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    const std::string why = ec.message();
     std::filesystem::remove(tmp, ec);
     throw Error(cat(path, ": cannot write (", why, ")"));
   }

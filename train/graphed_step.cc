@@ -4,17 +4,10 @@
 
 #include "core/error.h"
 #include "train/precision.h"
+#include "train/slices.h"
 
 namespace zoo {
 
-namespace {
-LossValues values_of(const Loss& loss) {
-  LossValues v;
-  v.total = loss.total.item<double>();
-  for (const auto& [name, part] : loss.parts) v.parts[name] = part.item<double>();
-  return v;
-}
-}  // namespace
 
 GraphedTrainStep::GraphedTrainStep(Task& task, ThreadedAdamW& optimizer, std::vector<torch::Tensor> params, bool bf16,
                                    const torch::Device& device, double max_grad_norm)
@@ -52,7 +45,7 @@ LossValues GraphedTrainStep::run(const Batch& batch, double* grad_norm) {
     optimizer_.before_replay();
     graph_->replay();
     *grad_norm = norms_.empty() ? NAN : norms_.back().item<double>();
-    return values_of(losses_.back());
+    return loss_values(losses_.back());
   }
   // (Re)capture: the step runs for real once on the side stream (this batch's step), then is
   // recorded; the losses and norms of those two runs are kept apart.
@@ -63,7 +56,7 @@ LossValues GraphedTrainStep::run(const Batch& batch, double* grad_norm) {
   int run = 0;
   graph_ = std::make_unique<CudaGraphStep>([&] { step(/*capturing=*/run++ == 1); }, /*warmup=*/1);
   ++captures_;
-  const LossValues real = values_of(losses_.front());
+  const LossValues real = loss_values(losses_.front());
   *grad_norm = norms_.empty() ? NAN : norms_.front().item<double>();
   losses_.erase(losses_.begin());
   if (!norms_.empty()) norms_.erase(norms_.begin());

@@ -9,6 +9,7 @@
 #include <ATen/autocast_mode.h>
 
 #include "core/error.h"
+#include "models/autocast_state.h"
 #include "train/collective.h"
 #include "train/device.h"
 
@@ -130,20 +131,6 @@ AutocastGuard::~AutocastGuard() {
   at::autocast::clear_cache();
 }
 
-void AutocastGuard::set(bool on) const {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  const auto type = cpu_ ? at::kCPU : at::kCUDA;
-  at::autocast::set_autocast_enabled(type, on);
-  if (on) at::autocast::set_autocast_dtype(type, dtype_);
-#else
-  if (cpu_) {
-    at::autocast::set_cpu_enabled(on);
-    if (on) at::autocast::set_autocast_cpu_dtype(dtype_);
-  } else {
-    at::autocast::set_enabled(on);
-    if (on) at::autocast::set_autocast_gpu_dtype(dtype_);
-  }
-#endif
-}
+void AutocastGuard::set(bool on) const { models::set_autocast(cpu_, on, dtype_); }
 
 }  // namespace zoo

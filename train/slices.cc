@@ -6,22 +6,19 @@
 
 namespace zoo {
 
-namespace {
-// The loss and its parts as numbers, each times `share`.
-LossValues values_of(const Loss& loss, double share) {
+LossValues loss_values(const Loss& loss, double share) {
   LossValues v;
   v.total = loss.total.item<double>() * share;
   for (const auto& [name, part] : loss.parts) v.parts[name] = part.item<double>() * share;
   return v;
 }
-}  // namespace
 
 LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, const Batch& batch,
                         double weight, int64_t shards, const std::vector<torch::Tensor>& params,
                         const std::function<void(double)>& check, bool onednn) {
   if (shards <= 1 || batch.size < 2 * shards) {
     const Loss loss = loss_of(batch);
-    const LossValues value = values_of(loss, 1.0);
+    const LossValues value = loss_values(loss);
     if (check) check(value.total);
     (loss.total * weight).backward();
     return value;
@@ -52,7 +49,7 @@ LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, co
       for (int64_t i = begin; i < end; ++i) {
         const double share = static_cast<double>(parts[i].size) / static_cast<double>(batch.size);
         const Loss loss = loss_of(parts[i]);
-        values[i] = values_of(loss, share);
+        values[i] = loss_values(loss, share);
         grads[i] = torch::autograd::grad({loss.total * (weight * share)}, params, {}, /*retain_graph=*/false,
                                          /*create_graph=*/false, /*allow_unused=*/true);
       }

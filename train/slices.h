@@ -22,6 +22,9 @@ namespace zoo {
 /// to pay (README, Benchmarks). The slices' gradients are summed in slice order, so a step is
 /// deterministic whatever the threads' timing. oneDNN is off inside the slices (its
 /// convolutions hang there) unless `onednn`, which bf16 autocast needs for its matrix products.
+/// The loss and its parts as numbers (.item()), each times `share`.
+LossValues loss_values(const Loss& loss, double share = 1.0);
+
 LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, const Batch& batch,
                         double weight, int64_t shards, const std::vector<torch::Tensor>& params,
                         const std::function<void(double)>& check = {}, bool onednn = false);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "core/hash.h"
 #include "models/recompute.h"
 #include "train/batch_stream.h"
 #include "train/checkpoint.h"
@@ -459,11 +460,8 @@ bool Trainer::reduce_step(LossValues* loss, int64_t* examples, bool stop) {
 
 void Trainer::check_replicas_agree() {
   torch::NoGradGuard no_grad;
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a of every parameter's bytes
-  for (const auto& p : params_) {
-    const std::string bytes = tensor_bytes(p);
-    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
-  }
+  uint64_t h = fnv1a("");  // of every parameter's bytes
+  for (const auto& p : params_) h = fnv1a(tensor_bytes(p), h);
   const std::string mine(reinterpret_cast<const char*>(&h), sizeof h);
   const auto all = args_.collective->gather(mine);
   for (size_t r = 0; r < all.size(); ++r)

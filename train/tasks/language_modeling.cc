@@ -6,6 +6,7 @@
 #include <iostream>
 #include <random>
 
+#include "core/hash.h"
 #include "core/input_file.h"
 #include "core/paths.h"
 #include "models/registry.h"
@@ -40,8 +41,7 @@ bool may_write(const std::string& path, const std::string& output_dir) {
 // The cache's stream for these sources and tokenizer: one file per (files, meta), so runs
 // and commands that need the same stream share it.
 std::string cached_stream_path(const std::vector<std::string>& files, const json& meta) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (unsigned char c : json{{"files", files}, {"meta", meta}}.dump()) h = (h ^ c) * 1099511628211ULL;
+  const uint64_t h = fnv1a(json{{"files", files}, {"meta", meta}}.dump());
   char name[32];
   std::snprintf(name, sizeof name, "%016llx.bin", static_cast<unsigned long long>(h));
   return (fs::path(cache_home()) / "token-streams" / name).string();
