@@ -1,6 +1,7 @@
 #include "core/output_file.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/error.h"
@@ -29,6 +30,18 @@ void OutputFile::close() {
   if (failed_) {
     std::remove(path_.c_str());
     throw Error(cat(shown_, ": cannot write (", std::strerror(failed_), ")"));
+  }
+}
+
+void write_file_checked(const std::string& path, std::string_view bytes) {
+  const std::string tmp = path + ".tmp";
+  OutputFile out(tmp, path);
+  out.write(bytes.data(), bytes.size());
+  out.close();
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    std::remove(tmp.c_str());
+    throw Error(cat(path, ": cannot write (", std::strerror(e), ")"));
   }
 }
 

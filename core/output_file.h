@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace zoo {
 
@@ -26,5 +27,9 @@ class OutputFile {
   FILE* f_ = nullptr;
   int failed_ = 0;  // errno of the first failure
 };
+
+/// Writes `bytes` to `path` through a temporary sibling renamed into place: a failed write
+/// leaves no partial file (and an existing file as it was) and is one zoo::Error naming `path`.
+void write_file_checked(const std::string& path, std::string_view bytes);
 
 }  // namespace zoo

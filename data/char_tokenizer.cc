@@ -1,4 +1,5 @@
 #include "data/char_tokenizer.h"
+#include "core/output_file.h"
 
 #include <cstdio>
 #include <fstream>
@@ -99,8 +100,8 @@ std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
 }
 
 void CharTokenizer::save(const std::string& dir) const {
-  std::ofstream(dir + "/char_vocab.json") << nlohmann::json{{"chars", utf32_to_utf8(chars_)}}.dump() << "\n";
-  std::ofstream(dir + "/tokenizer_config.json") << nlohmann::json{{"zoo_kind", "char"}}.dump(2) << "\n";
+  write_file_checked(dir + "/char_vocab.json", nlohmann::json{{"chars", utf32_to_utf8(chars_)}}.dump() + "\n");
+  write_file_checked(dir + "/tokenizer_config.json", nlohmann::json{{"zoo_kind", "char"}}.dump(2) + "\n");
 }
 
 std::string CharTokenizer::fingerprint() const { return fnv1a_hex("char\n" + utf32_to_utf8(chars_)); }

@@ -1,4 +1,5 @@
 #include "data/gpt2_bpe.h"
+#include "core/output_file.h"
 
 #include <unicode/uchar.h>
 
@@ -218,15 +219,14 @@ std::string Gpt2Bpe::decode(const std::vector<int64_t>& ids) const {
 void Gpt2Bpe::save(const std::string& dir) const {
   nlohmann::json vocab = nlohmann::json::object();
   for (const auto& [token, id] : vocab_) vocab[token] = id;
-  std::ofstream(dir + "/vocab.json") << vocab.dump() << "\n";
-  std::ofstream merges(dir + "/merges.txt");
-  merges << "#version: 0.2\n";
-  for (const auto& [a, b] : merges_) merges << a << " " << b << "\n";
-  std::ofstream(dir + "/tokenizer_config.json")
-      << nlohmann::json{{"tokenizer_class", "GPT2Tokenizer"}, {"zoo_kind", "gpt2"}, {"bos_token", kEndOfText},
-                        {"eos_token", kEndOfText}, {"unk_token", kEndOfText}, {"add_prefix_space", false}}
-             .dump(2)
-      << "\n";
+  write_file_checked(dir + "/vocab.json", vocab.dump() + "\n");
+  std::string merges = "#version: 0.2\n";
+  for (const auto& [a, b] : merges_) merges += a + " " + b + "\n";
+  write_file_checked(dir + "/merges.txt", merges);
+  write_file_checked(dir + "/tokenizer_config.json",
+                     nlohmann::json{{"tokenizer_class", "GPT2Tokenizer"}, {"zoo_kind", "gpt2"}, {"bos_token", kEndOfText},
+                                    {"eos_token", kEndOfText}, {"unk_token", kEndOfText}, {"add_prefix_space", false}}
+                             .dump(2) + "\n");
 }
 
 std::string Gpt2Bpe::fingerprint() const {

@@ -23,11 +23,11 @@ struct Layout {
   const char* first_name;  // for messages
   const char* second_name;
   const char* expected;  // the expected line format, for messages
+  size_t max_columns;    // more tab-separated columns than this: malformed
 };
 
-constexpr Layout kAnkiLayout{false, "English", "Chinese",
-                             "'English<TAB>Chinese[<TAB>attribution]'"};
-constexpr Layout kTsvLayout{true, "source", "target", "'source<TAB>target'"};
+constexpr Layout kAnkiLayout{false, "English", "Chinese", "'English<TAB>Chinese[<TAB>attribution]'", 3};
+constexpr Layout kTsvLayout{true, "source", "target", "'source<TAB>target'", 2};
 
 std::string read_whole_file(const std::string& path, const char* what) {
   std::error_code ec;
@@ -53,6 +53,10 @@ std::string parse_line(std::string_view line, const Layout& layout, SentencePair
   if (tab1 == std::string_view::npos) return cat("no tab: expected ", layout.expected);
   const size_t tab2 = line.find('\t', tab1 + 1);
   const size_t end2 = tab2 == std::string_view::npos ? line.size() : tab2;
+  // Anki's third column is the attribution; a tab more shifts the columns.
+  const size_t columns = static_cast<size_t>(std::count(line.begin(), line.end(), '\t')) + 1;
+  if (columns > layout.max_columns)
+    return cat(columns, " tab-separated columns, expected ", layout.expected, " (a tab inside a sentence?)");
   std::string first = python_strip(std::string(line.substr(0, tab1)));
   std::string second = python_strip(std::string(line.substr(tab1 + 1, end2 - tab1 - 1)));
   if (first.empty()) return cat("empty ", layout.first_name, " side");

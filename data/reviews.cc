@@ -193,6 +193,9 @@ std::vector<LabeledText> read_text_folders(const std::string& root, const std::v
     for (const auto& entry : fs::directory_iterator(dir))
       if (entry.is_regular_file() && entry.path().extension() == ".txt") files.push_back(entry.path());
     std::sort(files.begin(), files.end());
+    if (files.empty() && label != "unsup")
+      throw Error(cat(dir.string(), ": no .txt file in this label's folder; every class of data.labels needs "
+                                    "examples (fill the folder, or take '", label, "' out of data.labels)"));
     for (const auto& file : files) {
       std::string why;
       std::string text = clean(read_file_bytes(file.string()), -1, options, &why);

@@ -1,4 +1,5 @@
 #include "data/sentencepiece_tokenizer.h"
+#include "core/output_file.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -267,8 +268,8 @@ std::string SentencePieceTokenizer::decode(const std::vector<int64_t>& ids) cons
 }
 
 void SentencePieceTokenizer::save(const std::string& dir) const {
-  std::ofstream(dir + "/tokenizer.model", std::ios::binary) << proto_;
-  std::ofstream(dir + "/tokenizer_config.json") << nlohmann::json{{"zoo_kind", "sentencepiece"}}.dump(2) << "\n";
+  write_file_checked(dir + "/tokenizer.model", proto_);
+  write_file_checked(dir + "/tokenizer_config.json", nlohmann::json{{"zoo_kind", "sentencepiece"}}.dump(2) + "\n");
 }
 
 }  // namespace zoo::data

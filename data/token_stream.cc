@@ -1,4 +1,5 @@
 #include "data/token_stream.h"
+#include "core/output_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -187,7 +188,7 @@ int64_t write_token_stream(const std::vector<std::string>& files, const std::str
   fs::rename(tmp, path, ec);
   if (ec) throw Error(cat(path, ": cannot rename into place: ", ec.message()));
   json sidecar = {{"meta", meta}, {"tokens", tokens}, {"bytes_per_token", width}, {"sources", sources}};
-  std::ofstream(path + ".json") << sidecar.dump(2) << "\n";
+  write_file_checked(path + ".json", sidecar.dump(2) + "\n");
   return tokens;
 }
 

@@ -1,4 +1,5 @@
 #include "data/vocab.h"
+#include "core/output_file.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -189,17 +190,7 @@ void Vocab::save(const std::string& path) const {
   for (const auto& [w, c] : counts_) wc.push_back(ordered_json::array({w, c}));
   j["word_counts"] = std::move(wc);
 
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(cat("cannot write vocab file '", tmp, "': ", std::strerror(errno)));
-    out << j.dump(1) << '\n';
-    out.flush();
-    if (!out) throw Error(cat("cannot write vocab file '", tmp, "' (disk full?)"));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw Error(cat("cannot rename '", tmp, "' to '", path, "': ", ec.message()));
+  write_file_checked(path, j.dump(1) + "\n");
 }
 
 Vocab Vocab::load(const std::string& path) {

@@ -1,4 +1,5 @@
 #include "data/wordpiece.h"
+#include "core/output_file.h"
 
 #include <fstream>
 
@@ -80,9 +81,9 @@ std::vector<std::string> WordPiece::read_tokens(const std::string& path) {
 }
 
 void WordPiece::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary);
-  for (const auto& t : tokens_) out << t << "\n";
-  if (!out) throw Error(cat(path, ": cannot write"));
+  std::string text;
+  for (const auto& t : tokens_) text += t + "\n";
+  write_file_checked(path, text);
 }
 
 std::vector<std::string> WordPiece::basic_tokens(const std::string& text) const {

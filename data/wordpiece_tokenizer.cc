@@ -1,4 +1,5 @@
 #include "data/wordpiece_tokenizer.h"
+#include "core/output_file.h"
 
 #include <filesystem>
 #include <fstream>
@@ -45,8 +46,8 @@ std::string WordPieceTokenizer::decode(const std::vector<int64_t>& ids) const {
 
 void WordPieceTokenizer::save(const std::string& dir) const {
   wordpiece_.save((fs::path(dir) / "vocab.txt").string());
-  std::ofstream out(fs::path(dir) / "tokenizer_config.json");
-  out << nlohmann::json{{"zoo_kind", "wordpiece"},
+  write_file_checked((fs::path(dir) / "tokenizer_config.json").string(),
+                     nlohmann::json{{"zoo_kind", "wordpiece"},
                         {"tokenizer_class", "BertTokenizer"},
                         {"do_lower_case", wordpiece_.lower_case()},
                         {"unk_token", "[UNK]"},
@@ -54,9 +55,7 @@ void WordPieceTokenizer::save(const std::string& dir) const {
                         {"pad_token", "[PAD]"},
                         {"cls_token", "[CLS]"},
                         {"mask_token", "[MASK]"}}
-             .dump(2)
-      << "\n";
-  if (!out) throw Error(cat((fs::path(dir) / "tokenizer_config.json").string(), ": cannot write"));
+                             .dump(2) + "\n");
 }
 
 std::string WordPieceTokenizer::fingerprint() const {

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "models/bert.h"
+#include "models/model_size.h"
 #include "models/gpt.h"
 #include "models/seq2seq.h"
 #include "models/transformer.h"
@@ -408,8 +409,25 @@ std::string model_type_of(const json& section) {
 }
 }  // namespace
 
+namespace {
+// LibTorch's allocator names no key when a model does not fit ("DefaultCPUAllocator: can't
+// allocate memory: you tried to allocate ..."): say which fields made it that big.
+template <class Build>
+auto built_or_named(const json& section, Build build) {
+  try {
+    return build();
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    if (what.find("allocate") == std::string::npos) throw;
+    throw Error(cat("config: the ", model_type_of(section), " model of ", model_size(section).keys,
+                    " (about ", model_size(section).parameters, " parameters) does not fit in memory: ",
+                    what.substr(0, what.find('\n')), "; make those fields smaller"));
+  }
+}
+}  // namespace
+
 std::shared_ptr<torch::nn::Module> build_model(const json& section) {
-  return model_entry(model_type_of(section)).build(section);
+  return built_or_named(section, [&] { return model_entry(model_type_of(section)).build(section); });
 }
 
 std::shared_ptr<EncoderDecoder> build_encoder_decoder(const json& section) {
@@ -418,7 +436,7 @@ std::shared_ptr<EncoderDecoder> build_encoder_decoder(const json& section) {
   if (!entry.is_encoder_decoder)
     throw Error(cat("config: model_type '", type,
                     "' is not an encoder-decoder; translation needs one of: ", join(encoder_decoder_types())));
-  auto model = std::dynamic_pointer_cast<EncoderDecoder>(entry.build(section));
+  auto model = std::dynamic_pointer_cast<EncoderDecoder>(built_or_named(section, [&] { return entry.build(section); }));
   if (!model)  // a registry mistake, not a config one
     throw Error(cat("model_type '", type,
                     "': the registry says is_encoder_decoder, but its build() returned a module that does not "

@@ -7,12 +7,23 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstring>
+#include <set>
+
 #include "core/input_file.h"
 #include "core/paths.h"
 #include "data/image_file.h"
 #include "fixtures.h"
 #include "test_util.h"
+#include "data/pairs.h"
+#include "models/model_size.h"
+#include "models/registry.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/distributed.h"
 #include "train/safetensors.h"
 
 namespace zoo {
@@ -277,6 +288,372 @@ TEST(Paths, InsideFollowsLinksAndDotDot) {
   EXPECT_FALSE(path_inside(t / "out/escape/file", t / "out"));
   EXPECT_FALSE(path_inside(t / "outside", t / "out"));
   EXPECT_FALSE(path_inside("/etc/passwd", t / "out"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile checkpoints: each damage to a copy of the trained checkpoint, through `zoo eval`,
+// gives one line naming the file (and key), exit 1, and writes nothing anywhere.
+
+struct Damage {
+  std::string what;
+  std::function<void(const std::string& ckpt)> apply;
+  std::string needle;  // in the message; "CKPT" stands for the checkpoint's path
+};
+
+json read_config(const std::string& ckpt) { return read_json_file(ckpt + "/config.json"); }
+void edit_config(const std::string& ckpt, const std::function<void(json&)>& edit) {
+  json c = read_config(ckpt);
+  edit(c);
+  write_json_file(ckpt + "/config.json", c);
+}
+
+std::vector<Damage> damages() {
+  auto tensors = [](const std::function<void(std::map<std::string, torch::Tensor>&)>& change) {
+    return [change](const std::string& ckpt) {
+      auto file = safetensors::load(ckpt + "/model.safetensors");
+      change(file.tensors);
+      std::vector<std::pair<std::string, torch::Tensor>> list(file.tensors.begin(), file.tensors.end());
+      safetensors::save(ckpt + "/model.safetensors", list, file.metadata);
+    };
+  };
+  auto replace_with_link = [](const std::string& file, const std::string& target) {
+    return [=](const std::string& ckpt) {
+      fs::remove(ckpt + "/" + file);
+      fs::create_symlink(target, ckpt + "/" + file);
+    };
+  };
+  return {
+      {"weights cut in half",
+       [](const std::string& ckpt) {
+         const auto size = fs::file_size(ckpt + "/model.safetensors");
+         fs::resize_file(ckpt + "/model.safetensors", size / 2);
+       },
+       "CKPT/model.safetensors: "},
+      {"header length of 2^60",
+       [](const std::string& ckpt) {
+         std::string bytes = test::read_file(ckpt + "/model.safetensors");
+         const uint64_t huge = uint64_t{1} << 60;
+         std::memcpy(bytes.data(), &huge, 8);
+         test::write_file(ckpt + "/model.safetensors", bytes);
+       },
+       "CKPT/model.safetensors: "},
+      {"weights are /dev/zero", replace_with_link("model.safetensors", "/dev/zero"), "not a regular file"},
+      {"weights are a folder",
+       [](const std::string& ckpt) {
+         fs::remove(ckpt + "/model.safetensors");
+         fs::create_directories(ckpt + "/model.safetensors");
+       },
+       "CKPT/model.safetensors"},
+      {"a tensor missing", tensors([](auto& t) { t.erase("transformer.h.0.attn.c_attn.weight"); }),
+       "transformer.h.0.attn.c_attn.weight"},
+      {"a tensor of the wrong shape",
+       tensors([](auto& t) { t["transformer.ln_f.weight"] = torch::ones({7}); }), "transformer.ln_f.weight"},
+      {"config.json not JSON", [](const std::string& ckpt) { test::write_file(ckpt + "/config.json", "{\"model\": [1,\n"); },
+       "CKPT/config.json:"},
+      {"config.json is /dev/zero", replace_with_link("config.json", "/dev/zero"), "not a regular file"},
+      {"config.json missing", [](const std::string& ckpt) { fs::remove(ckpt + "/config.json"); }, "no config.json"},
+      {"config.json: a field of the wrong type",
+       [](const std::string& ckpt) { edit_config(ckpt, [](json& c) { c["model"]["n_layer"] = "two"; }); },
+       "model.n_layer"},
+      {"config.json: an unknown model_type",
+       [](const std::string& ckpt) { edit_config(ckpt, [](json& c) { c["model"]["model_type"] = "gpt3"; }); },
+       "unknown model_type 'gpt3'"},
+      {"config.json: 10^8 layers (memory budget)",
+       [](const std::string& ckpt) { edit_config(ckpt, [](json& c) { c["model"]["n_layer"] = 100000000; }); },
+       "model.n_layer=100000000"},
+      {"config.json: a number out of range",
+       [](const std::string& ckpt) {
+         std::string text = test::read_file(ckpt + "/config.json");
+         text.replace(text.find("\"n_layer\": 2"), 12, "\"n_layer\": 1e999");
+         test::write_file(ckpt + "/config.json", text);
+       },
+       "(the value of \"n_layer\")"},
+      {"tokenizer vocabulary shuffled",
+       [](const std::string& ckpt) {
+         json v = read_json_file(ckpt + "/char_vocab.json");
+         std::string chars = v["chars"];
+         std::swap(chars[1], chars[2]);
+         v["chars"] = chars;
+         write_json_file(ckpt + "/char_vocab.json", v);
+       },
+       "CKPT/char_vocab.json: not the file this checkpoint was saved with"},
+      {"tokenizer vocabulary missing", [](const std::string& ckpt) { fs::remove(ckpt + "/char_vocab.json"); },
+       "char_vocab.json"},
+      {"NaN in a bias", tensors([](auto& t) { t.at("transformer.h.1.attn.c_proj.bias").view(-1)[0] = NAN; }),
+       "transformer.h.1.attn.c_proj.bias"},
+  };
+}
+
+std::vector<std::string> listing(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) names.push_back(e.path().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST_F(UntrustedCheckpoint, EveryDamageIsOneLineNamingTheFileAndNothingIsWritten) {
+  ASSERT_EQ(read_config(*dir_ / "run/checkpoint-10")["model"]["n_layer"], 2) << "the damages assume 2 layers";
+  for (const auto& d : damages()) {
+    SCOPED_TRACE(d.what);
+    test::TempDir t;
+    const std::string ckpt = t / "ckpt";
+    fs::copy(*dir_ / "run/checkpoint-10", ckpt, fs::copy_options::recursive);
+    d.apply(ckpt);
+    const auto before = listing(t.path());
+    auto r = test::run("XDG_CACHE_HOME=" + (t / "cache") + " timeout 60 " + ZOO_BINARY + " eval --checkpoint " + ckpt);
+    std::string needle = d.needle;
+    if (needle.find("CKPT") != std::string::npos) needle.replace(needle.find("CKPT"), 4, ckpt);
+    expect_one_line_error(r, needle, d.what);
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_EQ(listing(t.path()), before) << "files were written";
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Broken configs: one line naming the file, line or key; exit 1; no output directory made.
+
+TEST(BrokenConfigs, AreOneLineNamingTheKey) {
+  test::TempDir t;
+  test::write_file(t / "text.txt", corpus());
+  test::tiny_config(t, {t / "text.txt"}, 2);
+  const std::string good = test::read_file(t / "config.json");
+  struct Case {
+    std::string what, text, set, needle;
+  };
+  json with_long_value = json::parse(good);
+  with_long_value["model"]["activation_function"] = std::string(5 << 20, 'x');
+  const std::string long_value_config = with_long_value.dump();
+  const std::vector<Case> cases = {
+      {"not JSON", "{\"task\": \"language_modeling\",\n  \"model\": }", "", "c.json:2:"},
+      {"not an object", "[1, 2]", "", "must be a JSON object"},
+      {"an unknown key", good, "train.learning_rat=0.1", "did you mean 'learning_rate'"},
+      {"a wrong type", good, "train.max_steps=ten", "train.max_steps"},
+      {"out of range", good, "train.learning_rate=-1", "train.learning_rate"},
+      {"a number overflow in the file",
+       "{\"task\": \"language_modeling\", \"train\": {\"learning_rate\": 1e999}}", "",
+       "c.json:1:58: JSON number 1e999 is out of range (the value of \"learning_rate\")"},
+      {"a number overflow in --set", good, "train.learning_rate=1e999", "--set train.learning_rate: the number 1e999"},
+      {"a 5 MB value", long_value_config, "", "model.activation_function"},
+      {"an unknown task", good, "task=language_modelling", "language_modeling"},
+      {"an unknown section", good, "trian.max_steps=3", "did you mean 'train'"},
+      {"block_size beyond n_positions", good, "data.block_size=100000", "data.block_size"},
+      {"zero steps", good, "train.max_steps=0", "nothing to train"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    test::write_file(t / "c.json", c.text);
+    const std::string out = t / "out";
+    auto r = test::run_zoo("train --config " + (t / "c.json") + " --output-dir " + out +
+                           (c.set.empty() ? "" : " --set '" + c.set + "'") +
+                           (c.what == "zero steps" ? " --set train.num_train_epochs=0" : ""));
+    expect_one_line_error(r, c.needle, c.what);
+    EXPECT_LT(r.output.size(), 2000u) << "a long value is cut";
+    EXPECT_FALSE(fs::exists(out + "/checkpoint-2")) << c.what;
+    fs::remove_all(out);
+  }
+  for (const std::string& config : {std::string("/dev/zero"), t.path().string()}) {
+    auto r = test::run_zoo("train --config " + config);
+    expect_one_line_error(r, config, "config " + config);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The memory budget: a config that cannot fit is refused from its figures before anything is
+// allocated (this test's children stay under 1 GB), naming the keys and the way past it.
+
+double children_peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_CHILDREN, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+TEST(MemoryBudget, AConfigThatCannotFitIsRefusedBeforeAllocation) {
+  test::TempDir t;
+  test::write_file(t / "text.txt", corpus());
+  test::tiny_config(t, {t / "text.txt"}, 2);
+  for (const std::string& set : {std::string("model.n_layer=100000000"),
+                                 std::string("train.per_device_train_batch_size=100000000"),
+                                 std::string("model.n_embd=1000000")}) {
+    auto r = test::run("timeout 60 " + std::string(ZOO_BINARY) + " train --config " + (t / "config.json") +
+                       " --output-dir " + (t / "out") + " --set " + set);
+    expect_one_line_error(r, set.substr(set.find('.') + 1), set);
+    EXPECT_NE(r.output.find("train.check_memory=false"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(" is available on cpu"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(t / "out/config.json")) << set;
+  }
+  EXPECT_LT(children_peak_rss_mib(), 1024) << "the refusals came after allocating";
+  // Past the budget, LibTorch's allocator refusal is named by the model's keys too.
+  auto r = test::run("timeout 60 " + std::string(ZOO_BINARY) + " train --config " + (t / "config.json") +
+                     " --output-dir " + (t / "out") + " --set model.n_embd=1000000 --set train.check_memory=false");
+  expect_one_line_error(r, "model.n_embd=1000000", "the allocator's refusal");
+  EXPECT_NE(r.output.find("does not fit in memory"), std::string::npos) << r.output;
+}
+
+// The parameter count behind the budget, from the config alone, is the built model's for every
+// family (within 1%: heads the estimate does not know exactly).
+TEST(MemoryBudget, ParameterCountsFromTheConfigMatchTheBuiltModels) {
+  const std::vector<json> sections = {
+      {{"preset", "gpt2"}},
+      {{"preset", "gpt-shakespeare-char"}, {"vocab_size", 65}},
+      {{"preset", "bert-small-imdb"}, {"vocab_size", 30522}},
+      {{"preset", "vit-base-patch16-224"}},
+      {{"preset", "vit-tiny"}},
+      {{"preset", "transformer-small"}, {"source_vocab_size", 3000}, {"target_vocab_size", 5000}, {"bos_id", 1}, {"eos_id", 2}},
+      {{"preset", "seq2seq-bahdanau-doc000"}, {"source_vocab_size", 3000}, {"target_vocab_size", 5000}, {"bos_id", 1}, {"eos_id", 2}},
+  };
+  for (const auto& s : sections) {
+    const json section = models::resolve_model_config(s);
+    auto model = models::build_model(section);
+    std::set<const void*> seen;
+    int64_t built = 0;
+    for (const auto& p : model->parameters())
+      if (seen.insert(p.data_ptr()).second) built += p.numel();
+    const int64_t estimated = models::model_size(section).parameters;
+    EXPECT_NEAR(static_cast<double>(estimated) / static_cast<double>(built), 1.0, 0.01)
+        << s.dump() << ": estimated " << estimated << ", built " << built;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Faults while training: SIGTERM writes a checkpoint that resumes; kill -9 never leaves a half
+// checkpoint (the newest complete one loads and resumes).
+
+TEST(Faults, SigtermCheckpointsAndKillNineLeavesTheNewestCompleteCheckpoint) {
+  test::TempDir t;
+  test::write_file(t / "text.txt", corpus());
+  test::tiny_config(t, {t / "text.txt"}, 100000);
+  json c = read_json_file(t / "config.json");
+  c["train"]["save_steps"] = 7;
+  c["train"]["logging_steps"] = 1;
+  write_json_file(t / "config.json", c);
+  for (const std::string& signal : {std::string("TERM"), std::string("KILL")}) {
+    SCOPED_TRACE(signal);
+    const std::string out = t / ("run-" + signal);
+    const std::string script = std::string(ZOO_BINARY) + " train --config " + (t / "config.json") + " --output-dir " +
+                               out + " > " + (t / (signal + ".log")) + " 2>&1 & p=$!; for i in $(seq 600); do " +
+                               "[ -d " + out + "/checkpoint-21 ] && break; sleep 0.05; done; kill -" + signal +
+                               " $p; wait $p; echo rc=$?";
+    auto r = test::run("bash -c '" + script + "'");
+    const std::string log = test::read_file(t / (signal + ".log"));
+    if (signal == "TERM") {
+      EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output << log;
+      EXPECT_NE(log.find("interrupted at step"), std::string::npos) << log;
+    } else {
+      EXPECT_NE(r.output.find("rc=137"), std::string::npos) << r.output << log;
+    }
+    const std::string newest = latest_checkpoint(out);
+    ASSERT_FALSE(newest.empty()) << log;
+    auto e = test::run_zoo("eval --checkpoint " + newest);
+    EXPECT_EQ(e.exit_code, 0) << newest << ": " << e.output;
+    const int64_t step = std::stoll(fs::path(newest).filename().string().substr(11));
+    auto resumed = test::run_zoo("train --config " + (t / "config.json") + " --output-dir " + out +
+                                 " --resume --set train.max_steps=" + std::to_string(step + 2));
+    EXPECT_EQ(resumed.exit_code, 0) << resumed.output;
+    EXPECT_TRUE(fs::exists(out + "/checkpoint-" + std::to_string(step + 2))) << resumed.output;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Data faults.
+
+// A Tatoeba line with a tab more shifted its columns silently: strict mode refuses it naming
+// the line; the default skips it, counted and named.
+TEST(DataFaults, APairLineWithAnExtraTabIsNamed) {
+  test::TempDir t;
+  const std::string path = t / "cmn.txt";
+  test::write_file(path, "Hi.\t你好。\tCC-BY 2.0\nRun!\tnote\t跑！\tCC-BY 2.0\nGo.\t走。\n");  // line 2: "note" would be its Chinese
+  data::PairReadReport report;
+  try {
+    data::read_pair_file(path, /*strict=*/true, report);
+    FAIL() << "strict mode read a line of 4 columns";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ":2: 4 tab-separated columns"), std::string::npos) << e.what();
+  }
+  const auto pairs = data::read_pair_file(path, /*strict=*/false, report);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[1].target, "Go.");
+  EXPECT_EQ(report.malformed, 1);
+  ASSERT_EQ(report.messages.size(), 1u);
+  EXPECT_NE(report.messages[0].find(path + ":2:"), std::string::npos) << report.messages[0];
+}
+
+// ---------------------------------------------------------------------------------------
+// Data parallel faults, said within seconds instead of a silent wait for train.ddp_timeout.
+
+bool have_gloo() {
+  const auto b = distributed_backends();
+  return std::find(b.begin(), b.end(), "gloo") != b.end();
+}
+int port(int offset) { return 24000 + static_cast<int>(getpid() % 1000) * 8 + offset; }
+
+// Starts one zoo per (RANK, WORLD_SIZE) at once; returns each one's output, in order.
+std::vector<std::string> start_ranks(const test::TempDir& t, const std::vector<std::pair<int, int>>& ranks, int port_offset,
+                                     const std::string& extra = "") {
+  std::string script;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    script += cat("OMP_NUM_THREADS=1 RANK=", ranks[i].first, " WORLD_SIZE=", ranks[i].second,
+                  " MASTER_ADDR=127.0.0.1 MASTER_PORT=", port(port_offset), " timeout 60 ", ZOO_BINARY,
+                  " train --device cpu --config ", t / "config.json", " --output-dir ", t / cat("out", port_offset),
+                  " --set train.ddp_timeout=8 ", extra, " > ", t / cat("rank", i, ".log"), " 2>&1 & ",
+                  i == 0 ? "sleep 0.5; " : "");
+  test::run("bash -c '" + script + "wait'");
+  std::vector<std::string> logs;
+  for (size_t i = 0; i < ranks.size(); ++i) logs.push_back(test::read_file(t / cat("rank", i, ".log")));
+  return logs;
+}
+
+TEST(DataParallelFaults, MismatchedWorldSizesAndRanksAreNamedWithinSeconds) {
+  if (!have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
+  test::TempDir t;
+  test::write_file(t / "text.txt", corpus());
+  test::tiny_config(t, {t / "text.txt"}, 4);
+  {  // WORLD_SIZE=3, two processes: within seconds each says which rank it awaits
+    const auto start = std::chrono::steady_clock::now();
+    auto logs = start_ranks(t, {{0, 3}, {1, 3}}, 0);
+    EXPECT_NE(logs[0].find("2 of WORLD_SIZE=3 processes have joined; waiting for rank 2 (5 s"), std::string::npos) << logs[0];
+    EXPECT_NE(logs[0].find("zoo: error: rank 0 of 3: 2 of WORLD_SIZE=3 processes have joined; waiting for rank 2 for "
+                           "train.ddp_timeout=8 s"),
+              std::string::npos)
+        << logs[0];
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30);
+  }
+  {  // two WORLD_SIZEs
+    auto logs = start_ranks(t, {{0, 2}, {1, 3}}, 1);
+    // Whichever process reads the other's first names the mismatch; the other stops with it.
+    const bool one = logs[1].find("rank 1 of 3: the process of rank 0 was started with WORLD_SIZE=2 and this one with "
+                                  "WORLD_SIZE=3") != std::string::npos;
+    const bool zero = logs[0].find("rank 0 of 2: the process of rank 1 was started with WORLD_SIZE=3 and this one with "
+                                   "WORLD_SIZE=2") != std::string::npos;
+    EXPECT_TRUE(one || zero) << logs[0] << logs[1];
+    EXPECT_NE(logs[0].find("zoo: error: rank 0 of 2: "), std::string::npos) << logs[0];
+    EXPECT_NE(logs[1].find("zoo: error: rank 1 of 3: "), std::string::npos) << logs[1];
+  }
+  {  // two processes with RANK=1
+    auto logs = start_ranks(t, {{0, 3}, {1, 3}, {1, 3}}, 2);
+    EXPECT_NE((logs[1] + logs[2]).find("two processes were started with RANK=1"), std::string::npos) << logs[1] << logs[2];
+  }
+  {  // two processes with RANK=0: the second cannot serve the rendezvous
+    auto logs = start_ranks(t, {{0, 2}, {0, 2}}, 3);
+    EXPECT_NE(logs[1].find("zoo: error: rank 0 of 2: MASTER_PORT=" + std::to_string(port(3)) + " is in use"),
+              std::string::npos)
+        << logs[1];
+  }
+}
+
+// A checkpoint of 2 processes resumed by 1 halved the global batch without a word.
+TEST(DataParallelFaults, ResumingWithFewerProcessesWarnsOfTheGlobalBatch) {
+  if (!have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
+  test::TempDir t;
+  test::write_file(t / "text.txt", corpus());
+  test::tiny_config(t, {t / "text.txt"}, 2);
+  auto logs = start_ranks(t, {{0, 2}, {1, 2}}, 4);
+  const std::string out = t / "out4";
+  ASSERT_TRUE(fs::exists(out + "/checkpoint-2")) << logs[0] << logs[1];
+  auto r = test::run_zoo("train --device cpu --config " + (t / "config.json") + " --output-dir " + out +
+                         " --resume --set train.max_steps=3");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("was saved by 2 process(es) with a global batch of "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("this run has 1 with a global batch of "), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -225,5 +225,44 @@ TEST(TextClassification, BadInputIsNamed) {
   EXPECT_NE(r.output.find("no column 'text'"), std::string::npos) << r.output;
 }
 
+// Issue 36's data faults and untrusted assets, for text classification: a label folder that
+// exists but holds nothing trained on one class; data.valid_size=0 failed only after training;
+// a checkpoint whose vocab.txt was shuffled (same size) classified without a word of warning.
+TEST(TextClassification, EmptyLabelFolderNoValidationAndShuffledVocabularyAreRefused) {
+  test::TempDir dir;
+  const std::string root = write_data(dir), cfg = dir / "cls.json";
+  test::write_file(cfg, config(root, dir / "vocab.txt"));
+  const std::string run = dir / "run";
+  auto r = test::run_zoo("train --config " + cfg + " --output-dir " + run + " --set train.max_steps=2 --set train.save_steps=2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "novalid") + " --set data.valid_size=0");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("zoo: error: data.valid_size=0 leaves no validation texts"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "novalid/metrics.jsonl")) << "refused before training";
+
+  const std::string ckpt = run + "/checkpoint-2";
+  auto tokens = test::read_file(ckpt + "/vocab.txt");
+  std::vector<std::string> lines;
+  for (size_t at = 0, nl; (nl = tokens.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(tokens.substr(at, nl - at));
+  std::swap(lines[6], lines[7]);  // two words trade ids; the size stays
+  std::string shuffled;
+  for (const auto& l : lines) shuffled += l + "\n";
+  test::write_file(ckpt + "/vocab.txt", shuffled);
+  for (const std::string& command : {"eval --checkpoint " + ckpt, "export --checkpoint " + ckpt + " --out " + (dir / "x"),
+                                     "train --config " + cfg + " --output-dir " + (dir / "ft") + " --init-from " + ckpt}) {
+    r = test::run(std::string(ZOO_BINARY) + " " + command + " < /dev/null");
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.output;
+    EXPECT_NE(r.output.find(ckpt + "/vocab.txt: not the file this checkpoint was saved with"), std::string::npos)
+        << command << ": " << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir / "x/model.safetensors"));
+
+  for (const auto& e : fs::directory_iterator(root + "/train/neg")) fs::remove(e.path());
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "oneclass"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(root + "/train/neg: no .txt file in this label's folder"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace zoo

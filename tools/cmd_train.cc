@@ -9,6 +9,7 @@
 #include "train/device.h"
 #include "train/distributed.h"
 #include "train/launch_env.h"
+#include "train/memory_budget.h"
 #include "train/task_registry.h"
 #include "train/trainer.h"
 
@@ -84,6 +85,8 @@ int run_train(const TrainCommand& a) {
   const auto launch = detect_launch({}, train_options.ddp_backend != "auto");
   torch::Device device = resolve_device(a.device);
   if (launch && device.is_cuda() && !device.has_index()) device = torch::Device(torch::kCUDA, launch->local_rank);
+  if (train_options.check_memory)
+    check_memory_budget(estimate_training_memory(config), device, cat(a.config, ": this run"));
   const std::string out = a.output_dir.empty() ? (fs::path("runs") / fs::path(a.config).stem()).string() : a.output_dir;
 
   std::string resume_from;

@@ -9,6 +9,31 @@
 #include "train/device.h"
 #include "core/error.h"
 
+namespace {
+
+// An error is one line of readable length: line breaks (LibTorch's messages have them) become
+// spaces, and a run of more than 200 characters without a space (a 50 MB string from a config,
+// echoed back) is cut to its start and its length.
+std::string one_line(std::string what) {
+  std::replace(what.begin(), what.end(), '\n', ' ');
+  std::string out;
+  size_t i = 0;
+  while (i < what.size()) {
+    const size_t end = std::min(what.find(' ', i), what.size());
+    if (end - i > 200) out += what.substr(i, 80) + zoo::cat("... (", end - i, " characters)");
+    else out += what.substr(i, end - i);
+    if (end < what.size()) out += ' ';
+    i = end + 1;
+  }
+  return out;
+}
+
+void print_error(const std::string& what, const std::string& hint = "") {
+  std::cerr << "zoo: error: " << one_line(what) << hint << std::endl;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   zoo::use_startup_environment(argv);  // may re-execute (OMP_WAIT_POLICY, OPENBLAS_CORETYPE)
   // LibTorch may start with one intra-op thread; use every core (OMP_NUM_THREADS overrides).
@@ -31,18 +56,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
     // A malformed command line is an error like any other: one line, exit code 1.
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
-    std::cerr << "zoo: error: " << what << " (zoo --help, or zoo COMMAND --help, lists the options)" << std::endl;
+    print_error(e.what(), " (zoo --help, or zoo COMMAND --help, lists the options)");
     return 1;
   } catch (const zoo::Error& e) {
-    std::cerr << "zoo: error: " << e.what() << std::endl;
+    print_error(e.what());
     return 1;
   } catch (const c10::Error& e) {
-    std::cerr << "zoo: error: " << e.what_without_backtrace() << std::endl;
+    print_error(e.what_without_backtrace());
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "zoo: error: " << e.what() << std::endl;
+    print_error(e.what());
     return 1;
   }
   return exit_code;

@@ -13,6 +13,8 @@
 #include <map>
 #include <set>
 
+#include "core/hash.h"
+#include "core/input_file.h"
 #include "core/output_file.h"
 #include "models/registry.h"
 #include "train/safetensors.h"
@@ -244,6 +246,49 @@ json load_checkpoint_config(const std::string& dir) {
     return out;
   }
   return config;
+}
+
+std::set<std::string> file_names(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) names.insert(e.path().filename().string());
+  return names;
+}
+
+namespace {
+std::string file_fingerprint(const std::string& path) {
+  const std::string bytes = read_input_file(path, "checkpoint asset", number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20,
+                                            "set ZOO_MAX_TEXT_MIB to raise it");
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(bytes)));
+  return hex;
+}
+}  // namespace
+
+json asset_fingerprints(const std::string& dir, const std::set<std::string>& before) {
+  json out = json::object();
+  for (const auto& name : file_names(dir))
+    if (!before.count(name)) out[name] = file_fingerprint((fs::path(dir) / name).string());
+  return out;
+}
+
+void check_asset_fingerprints(const std::string& dir) {
+  const fs::path state = fs::path(dir) / "trainer_state.json";
+  std::error_code ec;
+  if (!fs::is_regular_file(state, ec)) return;
+  const json st = read_json_file(state.string());
+  if (!st.is_object() || !st.contains("asset_fingerprints") || !st["asset_fingerprints"].is_object()) return;
+  for (const auto& [name, expected] : st["asset_fingerprints"].items()) {
+    if (!expected.is_string() || name.find('/') != std::string::npos || name.find("..") != std::string::npos) continue;
+    const fs::path file = fs::path(dir) / name;
+    if (!fs::exists(file, ec))
+      throw Error(cat(file.string(), ": missing; the checkpoint was saved with it (trainer_state.json lists it)"));
+    const std::string found = file_fingerprint(file.string());
+    if (found != expected.get<std::string>())
+      throw Error(cat(file.string(), ": not the file this checkpoint was saved with (fingerprint ", found, ", saved ",
+                      expected.get<std::string>(), " in ", state.string(), "): the model's ids would mean other "
+                      "tokens; put the checkpoint's own ", name, " back"));
+  }
 }
 
 namespace {

@@ -5,33 +5,58 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/input_file.h"
 #include "core/output_file.h"
 
 namespace zoo {
+
+namespace {
+
+// Line and column (from 1) of byte `offset` of `text`.
+std::string line_and_column(const std::string& text, size_t offset) {
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i < std::min(offset, text.size()); ++i) {
+    if (text[i] == '\n') ++line, col = 1;
+    else ++col;
+  }
+  return cat(line, ":", col);
+}
+
+// nlohmann's "number overflow parsing '1e999'" has no position: find the number, and the key
+// whose value it is.
+std::string overflow_message(const std::string& path, const std::string& text, const std::string& what) {
+  const size_t open = what.find('\''), close = what.rfind('\'');
+  const std::string number = open < close ? what.substr(open + 1, close - open - 1) : "";
+  const size_t at = number.empty() ? std::string::npos : text.find(number);
+  if (at == std::string::npos) return cat(path, ": JSON ", what);
+  std::string key;
+  const size_t colon = text.rfind(':', at);
+  if (colon != std::string::npos && text.find_first_not_of(" \t\r\n", colon + 1) == at) {
+    const size_t end = text.rfind('"', colon), begin = end == 0 || end == std::string::npos ? end : text.rfind('"', end - 1);
+    if (begin != std::string::npos && end != std::string::npos && begin < end) key = text.substr(begin + 1, end - begin - 1);
+  }
+  return cat(path, ":", line_and_column(text, at), ": JSON number ", number, " is out of range",
+             key.empty() ? std::string() : cat(" (the value of \"", key, "\")"),
+             "; write a number a double can hold");
+}
+
+}  // namespace
 
 json read_json_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw Error(cat(path, ": no such file"));
   if (std::filesystem::is_directory(path, ec)) throw Error(cat(path, ": is a directory, expected a JSON file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(cat(path, ": cannot open for reading"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_input_file(path, "JSON file", number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20,
+                                           "set ZOO_MAX_TEXT_MIB to raise it");
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
-    // Turn the byte offset into line:column.
-    size_t line = 1, col = 1;
-    const size_t end = std::min(text.size(), e.byte > 0 ? e.byte - 1 : 0);
-    for (size_t i = 0; i < end; ++i) {
-      if (text[i] == '\n') ++line, col = 1;
-      else ++col;
-    }
     std::string what = e.what();
     const auto pos = what.find("parse error");
     if (pos != std::string::npos) what = what.substr(pos);
-    throw Error(cat(path, ":", line, ":", col, ": JSON ", what));
+    throw Error(cat(path, ":", line_and_column(text, e.byte > 0 ? e.byte - 1 : 0), ": JSON ", what));
+  } catch (const json::out_of_range& e) {
+    throw Error(overflow_message(path, text, e.what()));
   }
 }
 
@@ -78,6 +103,8 @@ void apply_override(json& config, const std::string& assignment) {
     value = json::parse(raw);
   } catch (const json::parse_error&) {
     value = raw;  // bare word: a string
+  } catch (const json::out_of_range&) {
+    throw Error(cat("--set ", path, ": the number ", raw.substr(0, 40), " is out of range; write a number a double can hold"));
   }
   json* node = &config;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <sstream>
+#include <thread>
 
 #include <torch/version.h>
 
@@ -306,6 +308,62 @@ class GroupCollective final : public Collective {
   std::shared_ptr<Buckets> buckets_;
 };
 
+// The rendezvous: every process claims its RANK and records its WORLD_SIZE in the store,
+// then waits for the others, saying every few seconds which ranks it awaits. A RANK claimed
+// twice or a WORLD_SIZE that differs between processes stops every process at once, named.
+std::vector<uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
+std::string string_of(const std::vector<uint8_t>& b) { return {b.begin(), b.end()}; }
+
+void fail_world(c10d::Store& store, const std::string& message) {
+  try {
+    store.set("abort", bytes_of(message));
+  } catch (const std::exception&) {  // the store is gone: this process's own error still says it
+  }
+  throw Error(message);
+}
+
+void join_world(c10d::Store& store, const LaunchEnv& env, double timeout_s) {
+  const std::string me = cat("rank ", env.rank, " of ", env.world_size);
+  if (store.add(cat("claim/", env.rank), 1) > 1)
+    fail_world(store, cat(me, ": two processes were started with RANK=", env.rank,
+                          "; give each process its own RANK, 0 to WORLD_SIZE-1"));
+  const int64_t index = store.add("joined", 1);
+  store.set(cat("member/", index), bytes_of(cat(env.rank, " ", env.world_size)));
+  const auto start = std::chrono::steady_clock::now();
+  auto said = start;
+  std::vector<bool> present(static_cast<size_t>(env.world_size), false);
+  for (int64_t seen = 0;;) {
+    if (store.check({"abort"})) throw Error(cat(me, ": stopped: another process failed to join: ", string_of(store.get("abort"))));
+    const int64_t joined = store.add("joined", 0);
+    for (; seen < joined && store.check({cat("member/", seen + 1)}); ++seen) {
+      int64_t rank = 0, world = 0;
+      std::istringstream(string_of(store.get(cat("member/", seen + 1)))) >> rank >> world;
+      if (world != env.world_size)
+        fail_world(store, cat(me, ": the process of rank ", rank, " was started with WORLD_SIZE=", world,
+                              " and this one with WORLD_SIZE=", env.world_size, "; start every process with the same "
+                              "WORLD_SIZE (the number of processes)"));
+      present[static_cast<size_t>(rank)] = true;
+    }
+    std::vector<std::string> missing;
+    for (int64_t r = 0; r < env.world_size; ++r)
+      if (!present[static_cast<size_t>(r)]) missing.push_back(std::to_string(r));
+    if (missing.empty()) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double waited = std::chrono::duration<double>(now - start).count();
+    const std::string awaited = cat(seen, " of WORLD_SIZE=", env.world_size, " processes have joined; waiting for rank",
+                                    missing.size() > 1 ? "s " : " ", join(missing));
+    if (waited > timeout_s)
+      throw Error(cat(me, ": ", awaited, " for train.ddp_timeout=", timeout_s, " s; start one process per rank (",
+                      "was WORLD_SIZE meant to be ", seen, "?)"));
+    if (std::chrono::duration<double>(now - said).count() >= 5) {
+      std::cerr << "zoo: " << me << ": " << awaited << " (" << static_cast<int64_t>(waited) << " s of train.ddp_timeout="
+                << timeout_s << " s)" << std::endl;
+      said = now;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 #endif  // ZOO_WITH_C10D
 
 }  // namespace
@@ -322,15 +380,28 @@ std::unique_ptr<Collective> connect_processes(const LaunchEnv& env, const torch:
     so.port = static_cast<std::uint16_t>(env.master_port);
     so.isServer = env.rank == 0 && !env.agent_store;
     so.numWorkers = static_cast<std::size_t>(env.world_size);
-    so.waitWorkers = true;
+    so.waitWorkers = false;  // join_world() waits, and says for whom
     so.timeout = timeout;
     store = c10::make_intrusive<c10d::PrefixStore>(
         cat("zoo/", env.restart, "/"), c10::make_intrusive<c10d::TCPStore>(env.master_addr, so));
   } catch (const std::exception& e) {
+    const std::string why = first_line(e.what());
+    if (env.rank == 0 && !env.agent_store && why.find("in use") != std::string::npos)
+      throw Error(cat("rank 0 of ", env.world_size, ": MASTER_PORT=", env.master_port, " is in use on this machine, ",
+                      "by a second process started with RANK=0 or by another run; give each process its own RANK, or "
+                      "choose a free MASTER_PORT"));
     throw Error(cat("rank ", env.rank, " of ", env.world_size, ": no rendezvous at MASTER_ADDR:MASTER_PORT=",
                     env.master_addr, ":", env.master_port, " within train.ddp_timeout=", o.timeout_s, " s (",
                     first_line(e.what()), "). Check that rank 0 runs and that every process has the same "
                     "MASTER_ADDR, MASTER_PORT and WORLD_SIZE"));
+  }
+  try {
+    join_world(*store, env, o.timeout_s);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // the store's server (rank 0) went away
+    throw Error(cat("rank ", env.rank, " of ", env.world_size, ": lost the rendezvous at MASTER_ADDR:MASTER_PORT=",
+                    env.master_addr, ":", env.master_port, " (", first_line(e.what()), "): rank 0 stopped; see its log"));
   }
   c10::intrusive_ptr<GroupBase> group;
   try {

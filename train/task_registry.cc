@@ -6,6 +6,7 @@
 
 #include "models/registry.h"
 #include "train/checkpoint.h"
+#include "train/memory_budget.h"
 #include "train/tasks/bert_pretraining.h"
 #include "train/tasks/text_classification.h"
 #include "train/tasks/image_classification.h"
@@ -153,6 +154,11 @@ TaskContext task_context(const json& config) {
 std::unique_ptr<Task> make_task(const json& config, const std::string& checkpoint_dir) {
   const TaskContext context = task_context(config);
   torch::manual_seed(static_cast<uint64_t>(context.seed));  // the initial weights depend on the seed only
+  // A task reads its vocabulary from the checkpoint it starts from: it must be the saved one.
+  const std::string init_from = config.value("train", json::object()).value("init_from", std::string());
+  std::error_code ec;
+  if (!checkpoint_dir.empty()) check_asset_fingerprints(checkpoint_dir);
+  else if (!init_from.empty() && std::filesystem::is_directory(init_from, ec)) check_asset_fingerprints(init_from);
   return task_entry(task_name(config)).make(config, context, checkpoint_dir);
 }
 
@@ -160,7 +166,10 @@ std::unique_ptr<Task> load_task(const std::string& dir, const std::vector<std::s
                                 const torch::Device& device) {
   json raw = load_checkpoint_config(dir);
   for (const auto& s : overrides) apply_override(raw, s);
-  const json config = resolve_config(raw, (std::filesystem::path(dir) / "config.json").string());
+  const std::string source = (std::filesystem::path(dir) / "config.json").string();
+  const json config = resolve_config(raw, source);
+  if (config["train"].value("check_memory", true))  // the model is built on the CPU, then moved
+    check_memory_budget(estimate_inference_memory(config["model"]), torch::kCPU, cat(source, ": this model"));
   auto task = make_task(config, dir);
   load_model(*task->model(), (std::filesystem::path(dir) / "model.safetensors").string(),
              config["model"]["model_type"]);

@@ -48,6 +48,7 @@ struct TrainOptions {
   double ddp_bucket_cap_mb = 25;
   bool cuda_graphs = false;
   bool gradient_checkpointing = false;
+  bool check_memory = true;
 
   template <class V>
   void fields(V& v) {
@@ -117,6 +118,9 @@ struct TrainOptions {
     v("gradient_checkpointing", gradient_checkpointing,
       "recompute each transformer block's activations in backward instead of keeping them (less memory, about a "
       "third more arithmetic); GPT, BERT, ViT and the Transformer");
+    v("check_memory", check_memory,
+      "refuse, before building anything, a run whose estimated memory (weights, gradients, optimizer state, "
+      "one micro-batch's activations) exceeds what the machine or GPU has; false to try anyway");
     v("ddp_bucket_cap_mb", ddp_bucket_cap_mb, "data parallel: size of the gradient buckets all-reduced during backward",
       between(0.001, 1e4));
   }

@@ -12,6 +12,7 @@
 #include "train/graphed_step.h"
 #include "train/logging.h"
 #include "train/memory.h"
+#include "train/memory_budget.h"
 
 namespace fs = std::filesystem;
 
@@ -187,6 +188,19 @@ void Trainer::restore(const std::string& from) {
   if (rank() > 0 && per_rank.size() != static_cast<size_t>(world()))
     throw Error(cat(from, " was saved by ", std::max<size_t>(1, per_rank.size()), " process(es); this run has ",
                     world(), ": resume with the same number of processes"));
+  const int64_t saved_world = std::max<int64_t>(1, static_cast<int64_t>(per_rank.size()));
+  if (saved_world != world() && rank() == 0) {
+    const json saved = read_json_file((dir / "config.json").string()).value("train", json::object());
+    const int64_t before = saved.value("per_device_train_batch_size", int64_t{0}) *
+                           saved.value("gradient_accumulation_steps", int64_t{1}) * saved_world;
+    const int64_t now = o_.per_device_train_batch_size * o_.gradient_accumulation_steps * world();
+    if (before != now)
+      std::cerr << "zoo: warning: " << from << " was saved by " << saved_world << " process(es) with a global batch of "
+                << before << "; this run has " << world() << " with a global batch of " << now
+                << " (per_device_train_batch_size x gradient_accumulation_steps x processes), so its steps see "
+                << (now < before ? "fewer" : "more") << " examples; set train.gradient_accumulation_steps or "
+                << "train.per_device_train_batch_size to keep " << before << std::endl;
+  }
   restore_rng_state(rank() > 0 ? per_rank.at(rank()) : st.at("rng_state"), args_.device);
   if (scaler_ && st.contains("grad_scaler")) scaler_->load(st["grad_scaler"]);
   if (state_.step >= total_steps_)
@@ -212,6 +226,7 @@ void Trainer::save(const Metrics* eval_metrics) {
     save_model(*model_, w.path("model.safetensors"), config_);
   }
   save_optimizer(*optimizer_, w.path("optimizer.pt"));
+  const auto before_assets = file_names(w.tmp_dir());
   task_.save_assets(w.tmp_dir());
   json st = {{"global_step", state_.step},
              {"epoch", epoch_progress()},
@@ -225,6 +240,7 @@ void Trainer::save(const Metrics* eval_metrics) {
              {"evals_without_improvement", state_.evals_without_improvement},
              {"seed", o_.seed},
              {"rng_state", rng_state(args_.device)}};
+  st["asset_fingerprints"] = asset_fingerprints(w.tmp_dir(), before_assets);
   if (args_.collective) st["rng_state_per_rank"] = per_rank;
   if (scaler_) st["grad_scaler"] = scaler_->state();
   if (eval_metrics) st["eval_metrics"] = *eval_metrics;
@@ -419,6 +435,7 @@ TrainResult Trainer::run() {
                 "; peak memory ", std::lround(peaks.rss_mib), " MiB resident",
                 peaks.cuda_allocated_mib >= 0 ? cat(", ", std::lround(peaks.cuda_allocated_mib), " MiB CUDA allocated")
                                               : std::string(),
+                " (estimated ", format_bytes(estimate_training_memory(task_.config()).total()), ")",
                 "; last checkpoint ", result_.last_checkpoint,
                 state_.best_checkpoint.empty() ? std::string()
                                                : cat("; best (", best_metric_, "=", state_.best_value, ") ",

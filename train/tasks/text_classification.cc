@@ -131,6 +131,9 @@ void TextClassificationTask::prepare_training(const std::string& /*output_dir*/)
   if (texts.empty()) throw Error(cat(data_.path, ": no training texts"));
   train_ = examples_of(texts);
   valid_ = examples_of(valid);
+  if (valid_.empty())  // checked now, not after training, where the first evaluation needs them
+    throw Error(cat("data.valid_size=", data_.valid_size, " leaves no validation texts; training evaluates on them "
+                    "(train.eval_steps, the best checkpoint): set data.valid_size to 1 or more"));
 }
 
 Batch TextClassificationTask::batch_of(const std::vector<Example>& examples, const std::vector<int64_t>& indices) const {

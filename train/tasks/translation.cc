@@ -161,6 +161,9 @@ void TranslationTask::load_split() {
     throw Error(cat(data_.path, ": ", e.what(), "; lower data.test_size / data.valid_size",
                     data_.num_examples > 0 ? " or raise data.num_examples" : ""));
   }
+  if (split_.valid.empty())  // checked now, not after training, where the first evaluation needs them
+    throw Error(cat(data_.path, ": data.valid_size=", data_.valid_size, " leaves no validation pairs; training "
+                    "evaluates on them (train.eval_steps, the best checkpoint): set data.valid_size to 1 or more"));
   split_loaded_ = true;
 }
 

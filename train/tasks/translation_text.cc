@@ -1,4 +1,5 @@
 #include "train/tasks/translation_text.h"
+#include "core/output_file.h"
 
 #include <unistd.h>
 
@@ -83,9 +84,7 @@ void SideTokenizer::train(const std::vector<std::string>& texts, const std::stri
 void SideTokenizer::save(const std::string& dir, const std::string& file) const {
   if (!spm_) return;
   const fs::path path = fs::path(dir) / file;
-  std::ofstream out(path, std::ios::binary);
-  out << spm_->proto();
-  if (!out) throw Error(cat(path.string(), ": cannot write"));
+  write_file_checked(path.string(), spm_->proto());
 }
 
 void SideTokenizer::load(const std::string& dir, const std::string& file) {
