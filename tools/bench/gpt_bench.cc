@@ -14,7 +14,8 @@
 //     speed-up and whether the outputs are the same.
 //   --mode load: a checkpoint of the model written to a temporary file, then the median time of
 //     reading it (safetensors::load) and of the check that every tensor is finite
-//     (train/checkpoint.h's check_finite, run on every load).
+//     (train/checkpoint.h's check_finite, run on every load); and of the memory budget
+//     (train/memory_budget.h) that zoo train checks before building the model.
 //   zoo_bench_gpt --layers 4 --heads 4 --embd 128 --block 64 --vocab 65 --batch 12 --threads 2
 //   ZOO_BENCH_PROFILE=FILE: a Chrome trace of the timed training steps, or of the cached
 //   generation (chrome://tracing).
@@ -38,6 +39,8 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "models/registry.h"
+#include "train/memory_budget.h"
 #include "core/threads.h"
 #include "models/generation.h"
 #include "models/gpt.h"
@@ -218,11 +221,22 @@ int load_mode(const zoo::models::GPT2Options& o) {
     check_s.push_back(seconds_since(t0));
   }
   std::filesystem::remove(path);
+  // The memory budget zoo train checks before building: estimate from the config + what is available.
+  const zoo::json config = {{"task", "language_modeling"},
+                            {"model", zoo::models::resolve_model_config(zoo::json{{"model_type", "gpt2"}})},
+                            {"data", {{"block_size", o.n_positions}}},
+                            {"train", zoo::json::object()}};
+  std::vector<double> budget_s;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    zoo::check_memory_budget(zoo::estimate_training_memory(config), torch::kCPU, "bench");
+    budget_s.push_back(seconds_since(t0));
+  }
   int64_t n = 0;
   for (const auto& p : model->parameters()) n += p.numel();
   std::cout << "{\"impl\":\"zoo (C++)\",\"threads\":" << torch::get_num_threads() << ",\"parameters\":" << n
-            << ",\"load_ms\":" << 1000 * median(load_s) << ",\"finite_check_ms\":" << 1000 * median(check_s) << "}"
-            << std::endl;
+            << ",\"load_ms\":" << 1000 * median(load_s) << ",\"finite_check_ms\":" << 1000 * median(check_s)
+            << ",\"memory_budget_ms\":" << 1000 * median(budget_s) << "}" << std::endl;
   return 0;
 }
 
