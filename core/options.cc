@@ -97,6 +97,11 @@ void read_value(const json& j, const std::string& where, std::vector<std::string
   }
 }
 
+void read_value(const json& j, const std::string& where, json& out) {
+  if (!j.is_object() && !j.is_null()) throw Error(cat("config: ", where, " must be an object (or null), got ", shown(j)));
+  out = j;
+}
+
 std::string describe_limits(const Limits& l) {
   if (!l.choices.empty()) return "one of: " + join(l.choices);
   const bool has_lo = std::isfinite(l.lo), has_hi = std::isfinite(l.hi);

@@ -62,6 +62,8 @@ void read_value(const json& j, const std::string& where, bool& out);
 void read_value(const json& j, const std::string& where, std::string& out);
 void read_value(const json& j, const std::string& where, std::vector<double>& out);
 void read_value(const json& j, const std::string& where, std::vector<std::string>& out);
+/// A nested section (an object, or null for "not set"), read by its own options struct.
+void read_value(const json& j, const std::string& where, json& out);
 void check_limits(const std::string& where, double value, const Limits& limits);
 void check_limits(const std::string& where, const std::string& value, const Limits& limits);
 inline void check_limits(const std::string& where, int64_t value, const Limits& limits) {
@@ -70,6 +72,7 @@ inline void check_limits(const std::string& where, int64_t value, const Limits& 
 template <class T>
 void check_limits(const std::string&, const std::vector<T>&, const Limits&) {}
 inline void check_limits(const std::string& where, bool, const Limits&) { (void)where; }
+inline void check_limits(const std::string&, const json&, const Limits&) {}
 
 class Reader {
  public:
@@ -115,6 +118,7 @@ inline std::string type_name(bool) { return "bool"; }
 inline std::string type_name(const std::string&) { return "string"; }
 inline std::string type_name(const std::vector<double>&) { return "[float]"; }
 inline std::string type_name(const std::vector<std::string>&) { return "[string]"; }
+inline std::string type_name(const json&) { return "object"; }
 
 class Describer {
  public:

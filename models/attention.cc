@@ -94,6 +94,17 @@ double lowest(torch::Dtype dtype) {
   }
 }
 
+// The LoRA adapters of layers whose products were computed as one (linear_rows), added to
+// each layer's part.
+void add_adapters(const torch::Tensor& x, const std::vector<torch::nn::Linear>& layers,
+                  std::vector<torch::Tensor>& parts) {
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i]->children().empty()) continue;
+    const auto delta = lora_delta(x, *layers[i]);
+    if (delta.defined()) parts[i] = parts[i] + delta;
+  }
+}
+
 }  // namespace
 
 torch::Tensor linear_rows(const torch::Tensor& x, const std::vector<torch::Tensor>& weights,
@@ -150,10 +161,11 @@ void MultiHeadAttentionImpl::pretty_print(std::ostream& stream) const {
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const AttentionMask& mask, KVCache* cache) {
   const int64_t heads = options.num_heads();
-  const auto projected = qkv ? linear(x, qkv).chunk(3, -1)
-                            : linear_rows(x, {query->weight, key->weight, value->weight},
-                                          {query->bias, key->bias, value->bias})
-                                  .chunk(3, -1);  // 3 x (B, T, H)
+  auto projected = qkv ? linear(x, qkv).chunk(3, -1)
+                      : linear_rows(x, {query->weight, key->weight, value->weight},
+                                    {query->bias, key->bias, value->bias})
+                            .chunk(3, -1);  // 3 x (B, T, H)
+  if (!qkv) add_adapters(x, {query, key, value}, projected);
   auto q = split_heads(projected[0], heads), k = split_heads(projected[1], heads), v = split_heads(projected[2], heads);
   if (cache) {
     if (!cache->empty()) {
@@ -177,7 +189,8 @@ torch::Tensor MultiHeadAttentionImpl::cross(const torch::Tensor& x, const torch:
     v = cache->value;
   } else {
     TORCH_CHECK(memory.defined(), "cross-attention needs the memory (or a filled cache)");
-    const auto kv = linear_rows(memory, {key->weight, value->weight}, {key->bias, value->bias}).chunk(2, -1);
+    auto kv = linear_rows(memory, {key->weight, value->weight}, {key->bias, value->bias}).chunk(2, -1);
+    add_adapters(memory, {key, value}, kv);
     k = split_heads(kv[0], heads);
     v = split_heads(kv[1], heads);
     if (cache) {

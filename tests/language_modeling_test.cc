@@ -91,6 +91,14 @@ TEST_F(TrainedLanguageModel, ATokenizerThatIsNotTheCheckpointsIsRefused) {
   data::train_tokenizer({*dir_ / "other.txt"}, options)->save(copy);  // over the checkpoint's own
   auto r = test::run_zoo("generate --checkpoint " + copy + " --prompt 'the' --max-new-tokens 5");
   EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("char_vocab.json: not the file this checkpoint was saved with"), std::string::npos)
+      << r.output;
+  // Without the checkpoint's file fingerprints (an older zoo's), the tokenizer's own fingerprint.
+  json state = read_json_file(copy + "/trainer_state.json");
+  state.erase("asset_fingerprints");
+  write_json_file(copy + "/trainer_state.json", state);
+  r = test::run_zoo("generate --checkpoint " + copy + " --prompt 'the' --max-new-tokens 5");
+  EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("is not the one the model was trained with"), std::string::npos) << r.output;
 }
 

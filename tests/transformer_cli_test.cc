@@ -235,6 +235,13 @@ TEST(TransformerSentencePiece, JointSubwordsExportAsAMarianTokenizer) {
   fs::copy_file(dir / "tok/tokenizer.model", checkpoint + "/target.spm", fs::copy_options::overwrite_existing);
   r = run_zoo("eval --checkpoint " + checkpoint + " --device cpu");
   EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("target.spm: not the file this checkpoint was saved with"), std::string::npos) << r.output;
+  // Without the checkpoint's file fingerprints (an older zoo's), the task's own check.
+  json state = read_json_file(checkpoint + "/trainer_state.json");
+  state.erase("asset_fingerprints");
+  write_json_file(checkpoint + "/trainer_state.json", state);
+  r = run_zoo("eval --checkpoint " + checkpoint + " --device cpu");
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("target.spm: this SentencePiece model does not belong to this checkpoint"),
             std::string::npos)
       << r.output;

@@ -3,6 +3,8 @@
 //              [--greedy] [--seed S] [--stop STR]... [--no-cache] [--device D]
 // Continues the prompt with a language model and streams the text to stdout as the tokens
 // are produced (sampling and greedy; beam search prints its best hypothesis at the end).
+#include <filesystem>
+#include <set>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include "data/text.h"
 #include "models/sampling.h"
 #include "tools/commands.h"
+#include "train/checkpoint.h"
 #include "train/device.h"
 #include "train/task_registry.h"
 
@@ -36,7 +39,39 @@ struct GenerateArgs {
   std::vector<std::string> stop;
   bool no_cache = false;
   std::string device = "auto";
+  std::set<std::string> given;  // the options on the command line (they win over generation_config.json)
 };
+
+// Hugging Face's generation_config.json beside the weights gives the defaults of the options
+// the command line leaves out (only the keys it holds: a file without do_sample keeps zoo's
+// sampling).
+void apply_generation_config(GenerateArgs& a) {
+  const std::string path = (std::filesystem::path(model_dir(a.checkpoint)) / "generation_config.json").string();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return;
+  const json g = read_json_file(path);
+  if (!g.is_object()) throw Error(cat(path, ": not a JSON object"));
+  std::vector<std::string> taken;
+  auto number = [&](const char* key, const char* option, auto& member) {
+    if (!g.contains(key) || g[key].is_null() || a.given.count(option)) return;
+    if (!g[key].is_number()) throw Error(cat(path, ": ", key, " is not a number"));
+    member = g[key].get<std::decay_t<decltype(member)>>();
+    taken.push_back(cat(key, "=", g[key].dump()));
+  };
+  number("temperature", "--temperature", a.temperature);
+  number("top_k", "--top-k", a.top_k);
+  number("top_p", "--top-p", a.top_p);
+  number("repetition_penalty", "--repetition-penalty", a.repetition_penalty);
+  number("max_new_tokens", "--max-new-tokens", a.max_new_tokens);
+  number("num_beams", "--beam", a.beam);
+  if (g.contains("do_sample") && g["do_sample"].is_boolean() && !g["do_sample"].get<bool>() && a.beam == 1 &&
+      !a.given.count("--greedy") && !a.given.count("--temperature") && !a.given.count("--top-k") &&
+      !a.given.count("--top-p")) {
+    a.greedy = true;
+    taken.push_back("do_sample=false");
+  }
+  if (!taken.empty()) std::cerr << "zoo: from " << path << ": " << join(taken) << std::endl;
+}
 
 std::string read_prompt(const GenerateArgs& a) {
   if (a.prompt_file.empty()) return a.prompt;
@@ -126,11 +161,19 @@ class Streamer {
   bool stopped_ = false;
 };
 
+int generate(const GenerateArgs& a, const std::string& text);
+
 int run_generate(const GenerateArgs& a) {
   if (!a.prompt.empty() && !a.prompt_file.empty())
     throw Error("give --prompt TEXT or --prompt-file FILE, not both");
   const std::string text = read_prompt(a);
   checked_checkpoint_dir(a.checkpoint);
+  GenerateArgs with_defaults = a;
+  apply_generation_config(with_defaults);
+  return generate(with_defaults, text);
+}
+
+int generate(const GenerateArgs& a, const std::string& text) {
   const torch::Device device = resolve_device(a.device);
   auto task = load_task(a.checkpoint, {}, device);
   TextGenerator* g = task->text_generator();
@@ -198,7 +241,11 @@ void setup_generate(CLI::App& app, int* exit_code) {
   cmd->add_option("--stop", a->stop, "stop when the text contains this string (repeatable)");
   cmd->add_flag("--no-cache", a->no_cache, "recompute the whole context every step (for comparison)");
   cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
-  cmd->callback([a, exit_code] { *exit_code = run_generate(*a); });
+  cmd->callback([a, cmd, exit_code] {
+    for (const auto* option : cmd->get_options())
+      if (option->count() > 0) a->given.insert(option->get_name());
+    *exit_code = run_generate(*a);
+  });
 }
 
 }  // namespace zoo::cli

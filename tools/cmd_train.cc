@@ -155,13 +155,14 @@ void setup_finetune(CLI::App& app, int* exit_code) {
   cmd->callback([a, exit_code] { *exit_code = run_train(*a); });
 }
 
-std::string checked_checkpoint_dir(const std::string& dir) {
+std::string checked_checkpoint_dir(const std::string& given) {
   std::error_code ec;
+  const std::string dir = model_dir(given);
   if (!fs::exists(dir, ec)) throw Error(cat(dir, ": no such checkpoint directory"));
   if (!fs::is_directory(dir, ec)) throw Error(cat(dir, ": not a directory; pass a checkpoint directory"));
   if (!fs::exists(fs::path(dir) / "config.json")) throw Error(cat(dir, ": not a checkpoint (no config.json)"));
-  if (!fs::exists(fs::path(dir) / "model.safetensors"))
-    throw Error(cat(dir, ": not a checkpoint (no model.safetensors)"));
+  if (!has_weights(dir))
+    throw Error(cat(dir, ": not a checkpoint (no model.safetensors, nor model.safetensors.index.json)"));
   return dir;
 }
 

@@ -4,29 +4,41 @@
 # evaluate the checkpoint with the best validation accuracy on the 25,000 test reviews, classify
 # two sentences, export for transformers.
 #
-#   tools/finetune_bert_imdb.sh [--out DIR] [--device D] [--quick] [-- EXTRA --set ARGS for both runs]
+#   tools/finetune_bert_imdb.sh [--out DIR] [--device D] [--quick] [--lora R] [--gradient-checkpointing]
+#                               [-- EXTRA --set ARGS for both runs]
 #
 # Needs the reviews: tools/fetch_data.sh imdb. The recipes are tools/recipes/bert_imdb_pretrain.json
 # and bert_imdb_sentiment.json. --quick is a smoke run: a tiny BERT, 300 reviews, a few dozen
-# steps each (minutes on a CPU; accuracy near chance).
+# steps each (minutes on a CPU; accuracy near chance). --lora R fine-tunes LoRA adapters of rank R
+# on query and value (alpha 2R, learning rate 1e-3) with the pretrained body frozen; the
+# classifier and the new pooler train in full (PEFT's modules_to_save); the export then also
+# holds the adapter alone (export-adapter/). --gradient-checkpointing recomputes each layer's
+# activations in backward in both runs.
 #
 # Output (default runs/bert_imdb): pretrain/ and sentiment/ (the runs), eval.json, classify.txt,
 # export/ (model.safetensors + Hugging Face config.json + vocab.txt).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ZOO=${ZOO:-$ROOT/build/zoo}
-OUT=runs/bert_imdb DEVICE=auto QUICK=0
+OUT=runs/bert_imdb DEVICE=auto QUICK=0 LORA=0 CHECKPOINTING=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift 2 ;;
     --device) DEVICE=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
+    --lora) LORA=$2; shift 2 ;;
+    --gradient-checkpointing) CHECKPOINTING=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "finetune_bert_imdb.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 EXTRA=("$@")
+[[ "$LORA" =~ ^[0-9]+$ ]] || { echo "finetune_bert_imdb.sh: --lora $LORA: expected a rank (a whole number)" >&2; exit 2; }
+[ "$CHECKPOINTING" = 1 ] && EXTRA+=(--set train.gradient_checkpointing=true)
+TUNE=()
+[ "$LORA" -gt 0 ] && TUNE=(--set "train.lora={\"r\": $LORA, \"alpha\": $((2 * LORA)), \"modules_to_save\": [\"classifier\", \"pooler\"]}"
+                           --set train.learning_rate=1e-3)
 [ -x "$ZOO" ] || { echo "finetune_bert_imdb.sh: $ZOO not built (run tools/setup.sh)" >&2; exit 1; }
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -49,7 +61,7 @@ PRETRAINED=$(last "$OUT/pretrain")
 
 echo "== fine-tuning from $PRETRAINED ($OUT/sentiment)"
 "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_sentiment.json" \
-  --output-dir "$OUT/sentiment" --device "$DEVICE" "${CLS[@]}" "${EXTRA[@]}"
+  --output-dir "$OUT/sentiment" --device "$DEVICE" "${CLS[@]}" "${TUNE[@]}" "${EXTRA[@]}"
 # The checkpoint with the best validation accuracy (the recipe's metric_for_best_model), else the last.
 best() {
   local state="$(last "$1")/trainer_state.json" b
@@ -70,3 +82,7 @@ printf '%s\n' "One of the best films I have seen: moving, funny and beautifully 
 
 echo "== export ($OUT/export)"
 "$ZOO" export --checkpoint "$TUNED" --out "$OUT/export"
+if [ "$LORA" -gt 0 ]; then
+  rm -rf "$OUT/export-adapter"
+  "$ZOO" export --checkpoint "$TUNED" --out "$OUT/export-adapter" --adapter
+fi

@@ -3,14 +3,18 @@
 #
 #   tools/finetune_gpt.sh --from DIR --text FILE [--text FILE]... [--out DIR] [--steps N]
 #                         [--block N] [--batch N] [--lr X] [--prompt TEXT] [--device D]
-#   tools/finetune_gpt.sh --quick [--text FILE]...
+#                         [--lora R] [--gradient-checkpointing]
+#   tools/finetune_gpt.sh --quick [--text FILE]... [--lora R] [--gradient-checkpointing]
 #
 # DIR is a zoo checkpoint (OUT/checkpoint-N) or a Hugging Face GPT-2 directory
 # (config.json, model.safetensors, vocab.json + merges.txt): its sizes, its tokenizer and its
 # weights are taken as they are. --quick is a smoke run that needs nothing but the
 # repository: a tiny GPT (preset gpt-nano-char) is trained from scratch for a few steps on
 # the text (default: the repository's README.md), then fine-tuned, sampled, evaluated and
-# exported the same way.
+# exported the same way. --lora R trains LoRA adapters of rank R on c_attn (alpha 2R) with
+# the base frozen, and also exports them alone (export-adapter/, PEFT's files); the default
+# learning rate becomes 1e-3. --gradient-checkpointing recomputes each block's activations in
+# backward (less memory, about a third more arithmetic).
 #
 # Output (default runs/finetune_gpt): finetune/ (the run: checkpoints, metrics.jsonl,
 # TensorBoard events), sample.txt, eval.json, export/ (model.safetensors + Hugging Face
@@ -18,7 +22,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ZOO=${ZOO:-$ROOT/build/zoo}
-FROM="" OUT=runs/finetune_gpt STEPS=200 BLOCK=0 BATCH=8 LR=3e-5 PROMPT=$'\n' DEVICE=auto QUICK=0
+FROM="" OUT=runs/finetune_gpt STEPS=200 BLOCK=0 BATCH=8 LR="" PROMPT=$'\n' DEVICE=auto QUICK=0 LORA=0 CHECKPOINTING=false
 TEXTS=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -32,14 +36,16 @@ while [ $# -gt 0 ]; do
     --prompt) PROMPT=$2; shift 2 ;;
     --device) DEVICE=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --lora) LORA=$2; shift 2 ;;
+    --gradient-checkpointing) CHECKPOINTING=true; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "finetune_gpt.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 [ -x "$ZOO" ] || { echo "finetune_gpt.sh: $ZOO not built (run tools/setup.sh)" >&2; exit 1; }
 if [ "$QUICK" = 1 ]; then
   [ ${#TEXTS[@]} -gt 0 ] || TEXTS=("$ROOT/README.md")
-  STEPS=20 BLOCK=64 BATCH=4 LR=1e-3
+  STEPS=20 BLOCK=64 BATCH=4 LR=${LR:-1e-3}
 else
   [ -n "$FROM" ] || { echo "finetune_gpt.sh: give --from DIR (a zoo checkpoint or Hugging Face GPT-2 directory), or --quick" >&2; exit 2; }
   [ ${#TEXTS[@]} -gt 0 ] || { echo "finetune_gpt.sh: give at least one --text FILE" >&2; exit 2; }
@@ -47,6 +53,10 @@ fi
 for f in "${TEXTS[@]}"; do
   [ -f "$f" ] || { echo "finetune_gpt.sh: --text $f: no such file" >&2; exit 2; }
 done
+[[ "$LORA" =~ ^[0-9]+$ ]] || { echo "finetune_gpt.sh: --lora $LORA: expected a rank (a whole number)" >&2; exit 2; }
+[ -n "$LR" ] || { [ "$LORA" -gt 0 ] && LR=1e-3 || LR=3e-5; }
+LORA_JSON=null
+[ "$LORA" -gt 0 ] && LORA_JSON="{\"r\": $LORA, \"alpha\": $((2 * LORA)), \"target_modules\": [\"c_attn\"]}"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
@@ -83,7 +93,7 @@ cat > "$OUT/finetune.json" <<EOF
  "train": {"max_steps": $STEPS, "per_device_train_batch_size": $BATCH, "learning_rate": $LR,
            "lr_scheduler_type": "cosine", "warmup_steps": $((STEPS / 10)), "weight_decay": 0.1,
            "logging_steps": $(( STEPS < 50 ? 5 : 25 )), "eval_steps": $STEPS, "save_steps": $STEPS,
-           "init_from": $(json_str "$FROM")}}
+           "init_from": $(json_str "$FROM"), "lora": $LORA_JSON, "gradient_checkpointing": $CHECKPOINTING}}
 EOF
 rm -rf "$OUT/finetune"
 "$ZOO" train --config "$OUT/finetune.json" --output-dir "$OUT/finetune" --device "$DEVICE"
@@ -97,4 +107,8 @@ echo "== evaluate"
 echo "== export"
 rm -rf "$OUT/export"
 "$ZOO" export --checkpoint "$CKPT" --out "$OUT/export"
-echo "done: $OUT (finetune/, sample.txt, eval.json, export/)"
+if [ "$LORA" -gt 0 ]; then
+  rm -rf "$OUT/export-adapter"
+  "$ZOO" export --checkpoint "$CKPT" --out "$OUT/export-adapter" --adapter
+fi
+echo "done: $OUT (finetune/, sample.txt, eval.json, export/$([ "$LORA" -gt 0 ] && echo ", export-adapter/"))"

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "core/hash.h"
 #include "core/input_file.h"
 #include "core/output_file.h"
+#include "models/lora.h"
 #include "models/registry.h"
 #include "train/safetensors.h"
 
@@ -60,12 +62,14 @@ void rotate_checkpoints(const std::string& output_dir, int64_t keep, const std::
 
 std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& model) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto& p : model.named_parameters(/*recurse=*/true)) out.emplace_back(p.key(), p.value());
+  for (const auto& p : model.named_parameters(/*recurse=*/true))
+    if (!models::is_lora_name(p.key())) out.emplace_back(p.key(), p.value());  // adapters: train/adapters.h
   for (const auto& b : model.named_buffers(/*recurse=*/true)) out.emplace_back(b.key(), b.value());
   return out;
 }
 
-void save_model(const torch::nn::Module& model, const std::string& path, const json& config) {
+void save_model(const torch::nn::Module& model, const std::string& path, const json& config,
+                uint64_t max_shard_bytes) {
   std::map<std::string, std::string> meta{{"format", "pt"}, {"producer", "zoo"}};
   if (config.contains("model")) meta["model_type"] = config["model"].value("model_type", "");
   auto tensors = state_dict(model);
@@ -76,7 +80,87 @@ void save_model(const torch::nn::Module& model, const std::string& path, const j
                                                           return a.first == b.first && a.second.is_same(b.second);
                                                         }))
     tensors.assign(converted.begin(), converted.end());
+  if (max_shard_bytes > 0) return save_weights(fs::path(path).parent_path().string(), tensors, meta, max_shard_bytes);
   safetensors::save(path, tensors, meta);
+}
+
+std::string model_dir(const std::string& dir) {
+  std::error_code ec;
+  const fs::path refs = fs::path(dir) / "refs" / "main";
+  if (!fs::is_regular_file(refs, ec) || !fs::is_directory(fs::path(dir) / "snapshots", ec)) return dir;
+  std::string hash = read_input_file(refs.string(), "Hub cache reference", 4096);
+  while (!hash.empty() && std::isspace(static_cast<unsigned char>(hash.back()))) hash.pop_back();
+  if (hash.empty() || hash.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+    throw Error(cat(refs.string(), ": not a commit hash; pass the snapshot folder (", dir, "/snapshots/HASH) itself"));
+  const fs::path snapshot = fs::path(dir) / "snapshots" / hash;
+  if (!fs::is_directory(snapshot, ec))
+    throw Error(cat(dir, ": refs/main names snapshot ", hash, ", which is not in snapshots/ (an incomplete download?)"));
+  return snapshot.string();
+}
+
+namespace {
+constexpr const char* kIndex = "model.safetensors.index.json";
+}  // namespace
+
+bool has_weights(const std::string& dir) {
+  std::error_code ec;
+  return fs::exists(fs::path(dir) / "model.safetensors", ec) || fs::exists(fs::path(dir) / kIndex, ec);
+}
+
+safetensors::File load_weights(const std::string& dir) {
+  const fs::path single = fs::path(dir) / "model.safetensors";
+  std::error_code ec;
+  if (fs::exists(single, ec) || !fs::exists(fs::path(dir) / kIndex, ec)) return safetensors::load(single.string());
+  const std::string index_path = (fs::path(dir) / kIndex).string();
+  const json index = read_json_file(index_path);
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+    throw Error(cat(index_path, ": no \"weight_map\" object (tensor name -> shard file)"));
+  std::map<std::string, std::set<std::string>> expected;  // shard -> its tensors
+  for (const auto& [name, shard] : index["weight_map"].items()) {
+    if (!shard.is_string()) throw Error(cat(index_path, ": the shard of '", name, "' is not a file name"));
+    const std::string file = shard.get<std::string>();
+    if (file.empty() || file.find('/') != std::string::npos || file.find('\\') != std::string::npos || file == "." ||
+        file == "..")
+      throw Error(cat(index_path, ": shard '", file, "' of '", name, "' is not a file name in ", dir));
+    expected[file].insert(name);
+  }
+  safetensors::File all;
+  for (const auto& [file, names] : expected) {
+    const std::string path = (fs::path(dir) / file).string();
+    auto shard = safetensors::load(path);
+    for (auto& [name, tensor] : shard.tensors) {
+      if (!names.count(name))
+        throw Error(cat(path, ": tensor '", name, "' is not listed for this shard in ", index_path));
+      if (all.tensors.count(name)) throw Error(cat(path, ": tensor '", name, "' is in two shards"));
+      all.tensors.emplace(name, std::move(tensor));
+    }
+    for (const auto& name : names)
+      if (!all.tensors.count(name)) throw Error(cat(index_path, ": '", name, "' is not in its shard ", path));
+    for (auto& [k, v] : shard.metadata) all.metadata.emplace(k, v);
+  }
+  return all;
+}
+
+void save_weights(const std::string& dir, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                  const std::map<std::string, std::string>& metadata, uint64_t max_shard_bytes) {
+  std::vector<std::vector<std::pair<std::string, torch::Tensor>>> shards(1);
+  uint64_t size = 0, total = 0;
+  for (const auto& t : tensors) {
+    const uint64_t bytes = static_cast<uint64_t>(t.second.numel()) * t.second.element_size();
+    if (max_shard_bytes > 0 && size > 0 && size + bytes > max_shard_bytes) shards.emplace_back(), size = 0;
+    shards.back().push_back(t);
+    size += bytes;
+    total += bytes;
+  }
+  if (shards.size() == 1) return safetensors::save((fs::path(dir) / "model.safetensors").string(), tensors, metadata);
+  json weight_map = json::object();
+  for (size_t i = 0; i < shards.size(); ++i) {
+    char name[64];
+    std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
+    safetensors::save((fs::path(dir) / name).string(), shards[i], metadata);
+    for (const auto& t : shards[i]) weight_map[t.first] = name;
+  }
+  write_json_file((fs::path(dir) / kIndex).string(), json{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}});
 }
 
 void check_finite(const std::string& path, const std::map<std::string, torch::Tensor>& tensors) {
@@ -96,7 +180,8 @@ void check_finite(const std::string& path, const std::map<std::string, torch::Te
 namespace {
 // A file's tensors in the model's layout (see save_model), every one finite.
 safetensors::File load_converted(const std::string& path, const std::string& model_type) {
-  auto file = safetensors::load(path);
+  auto file = fs::path(path).filename() == "model.safetensors" ? load_weights(fs::path(path).parent_path().string())
+                                                                : safetensors::load(path);
   check_finite(path, file.tensors);
   const auto it = file.metadata.find("model_type");
   models::tensors_from_file(!model_type.empty() || it == file.metadata.end() ? model_type : it->second, file.tensors);
@@ -163,16 +248,18 @@ void print_names(const std::string& title, const std::vector<std::string>& names
 
 }  // namespace
 
-PretrainedReport init_from_pretrained(torch::nn::Module& model, const std::string& dir,
+PretrainedReport init_from_pretrained(torch::nn::Module& model, const std::string& given,
                                       const std::vector<std::string>& key_map, const std::string& model_type) {
+  const std::string dir = model_dir(given);
   const std::string path = (fs::path(dir) / "model.safetensors").string();
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw Error(cat("train.init_from: ", dir, ": no such directory; give a zoo checkpoint or a Hugging Face model "
                     "directory with model.safetensors"));
-  if (!fs::exists(path))
-    throw Error(cat("train.init_from: ", path, ": missing; the directory needs model.safetensors (Hugging Face: "
-                    "save_pretrained(..., safe_serialization=True))"));
+  if (!has_weights(dir))
+    throw Error(cat("train.init_from: ", path, ": missing; the directory needs model.safetensors or "
+                    "model.safetensors.index.json and its shards (Hugging Face: save_pretrained(..., "
+                    "safe_serialization=True))"));
   const auto renames = parse_key_map(key_map);
   auto file = load_converted(path, model_type);
   std::map<std::string, std::string> source_of;  // model name -> file name
@@ -217,7 +304,8 @@ PretrainedReport init_from_pretrained(torch::nn::Module& model, const std::strin
   return report;
 }
 
-json load_checkpoint_config(const std::string& dir) {
+json load_checkpoint_config(const std::string& given) {
+  const std::string dir = model_dir(given);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(cat(dir, ": no such checkpoint directory"));
   const std::string path = (fs::path(dir) / "config.json").string();
@@ -286,8 +374,8 @@ void check_asset_fingerprints(const std::string& dir) {
     const std::string found = file_fingerprint(file.string());
     if (found != expected.get<std::string>())
       throw Error(cat(file.string(), ": not the file this checkpoint was saved with (fingerprint ", found, ", saved ",
-                      expected.get<std::string>(), " in ", state.string(), "): the model's ids would mean other "
-                      "tokens; put the checkpoint's own ", name, " back"));
+                      expected.get<std::string>(), " in ", state.string(), "), so it does not belong to this "
+                      "checkpoint: the model's ids would mean other tokens; put the checkpoint's own ", name, " back"));
   }
 }
 

@@ -20,6 +20,8 @@
 
 #include <torch/torch.h>
 
+#include "train/safetensors.h"
+
 #include "train/config.h"
 
 namespace zoo {
@@ -35,8 +37,10 @@ void rotate_checkpoints(const std::string& output_dir, int64_t keep, const std::
 /// The model's parameters and buffers, by registered name.
 std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& model);
 /// Writes the model's tensors in the file layout of its model type (Hugging Face's; see
-/// models::ModelEntry::to_hf_tensors), with config's model_type in the metadata.
-void save_model(const torch::nn::Module& model, const std::string& path, const json& config);
+/// models::ModelEntry::to_hf_tensors), with config's model_type in the metadata; above
+/// `max_shard_bytes` (> 0) as shards beside `path` (save_weights).
+void save_model(const torch::nn::Module& model, const std::string& path, const json& config,
+                uint64_t max_shard_bytes = 0);
 /// Loads a safetensors state dict into `model`. Every key of the model must be present with
 /// the same shape; extra keys are an error (strict). Floating-point widths are converted
 /// (fp16/bf16/fp32/fp64); any other change of dtype (an integer tensor where the model holds
@@ -61,6 +65,21 @@ struct PretrainedReport {
 /// differs is an error naming it and both shapes; so is a file that matches no tensor at all.
 PretrainedReport init_from_pretrained(torch::nn::Module& model, const std::string& dir,
                                       const std::vector<std::string>& key_map, const std::string& model_type = "");
+
+/// A Hugging Face Hub cache folder (`models--ORG--NAME`, holding refs/main and snapshots/HASH)
+/// -> the snapshot that refs/main names; any other directory as it is.
+std::string model_dir(const std::string& dir);
+/// Whether DIR has weights: model.safetensors, or the shards of model.safetensors.index.json.
+bool has_weights(const std::string& dir);
+/// The tensors of DIR/model.safetensors, or of the shards DIR/model.safetensors.index.json
+/// lists (Hugging Face's layout for big models): every shard a plain file name in DIR, every
+/// tensor in the shard the index names, none twice.
+safetensors::File load_weights(const std::string& dir);
+/// Writes `tensors` as DIR/model.safetensors, or, when they hold more than `max_shard_bytes`
+/// (> 0), as model-0000i-of-0000n.safetensors shards of at most that size (one bigger tensor
+/// gets a shard of its own) and model.safetensors.index.json.
+void save_weights(const std::string& dir, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+                  const std::map<std::string, std::string>& metadata, uint64_t max_shard_bytes = 0);
 
 /// Reads DIR/config.json: a zoo config, or a Hugging Face config.json (top-level
 /// "model_type"), which becomes {"model": …} with default data/train sections.

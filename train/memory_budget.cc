@@ -88,8 +88,14 @@ MemoryEstimate estimate_training_memory(const json& config) {
   const double half = (t.precision == "bf16" || t.precision == "fp16") ? 0.5 : 1.0;
 
   MemoryEstimate e = estimate_inference_memory(config.at("model"));
-  e.gradients = double(size.parameters) * kFloat;
-  e.optimizer = double(size.parameters) * kFloat * optimizer_state_per_parameter(t);
+  // LoRA trains r x (in + out) values per adapted layer (about 4 widths for a fused QKV).
+  const double trained = t.lora.is_object()
+                             ? std::min(double(size.parameters),
+                                        double(size.layers) * 2.0 * double(t.lora.value("r", int64_t{8})) * 4.0 *
+                                            double(size.width))
+                             : double(size.parameters);
+  e.gradients = trained * kFloat;
+  e.optimizer = trained * kFloat * optimizer_state_per_parameter(t);
   // Under checkpointing each block keeps its input (and its output's gradient in backward);
   // one block at a time holds everything, twice over while its recomputation runs backward.
   const double per_token = t.gradient_checkpointing

@@ -41,7 +41,8 @@ Key optimizer_state_key(const torch::Tensor& p) {
 }
 
 // Splits the parameters into (decay, no_decay): decay on matrices whose name holds none of
-// `exclude`'s fragments. A fragment that names no parameter is a typo: said before training.
+// `exclude`'s fragments; frozen parameters in neither. A fragment that names no parameter is a
+// typo: said before training.
 std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> split_by_decay(
     const torch::OrderedDict<std::string, torch::Tensor>& named, const std::vector<std::string>& exclude) {
   std::vector<torch::Tensor> decay, no_decay;
@@ -50,6 +51,7 @@ std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> split_by_decay
     bool excluded = false;
     for (size_t i = 0; i < exclude.size(); ++i)
       if (p.key().find(exclude[i]) != std::string::npos) excluded = used[i] = true;
+    if (!p.value().requires_grad()) continue;  // frozen (a LoRA run's base): no optimizer state
     (p.value().dim() >= 2 && !excluded ? decay : no_decay).push_back(p.value());
   }
   for (size_t i = 0; i < exclude.size(); ++i) {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "models/registry.h"
+#include "train/adapters.h"
 #include "train/checkpoint.h"
 #include "train/memory_budget.h"
 #include "train/tasks/bert_pretraining.h"
@@ -111,7 +112,7 @@ void expand_directory_preset(json& config) {
   const std::string name = section["preset"];
   const auto presets = models::preset_names();
   if (std::find(presets.begin(), presets.end(), name) != presets.end()) return;
-  if (name.find('/') == std::string::npos || !std::filesystem::exists(std::filesystem::path(name) / "config.json"))
+  if (name.find('/') == std::string::npos || !std::filesystem::exists(std::filesystem::path(model_dir(name)) / "config.json"))
     return;
   const json loaded = load_checkpoint_config(name);
   json model = loaded.at("model");
@@ -155,15 +156,16 @@ std::unique_ptr<Task> make_task(const json& config, const std::string& checkpoin
   const TaskContext context = task_context(config);
   torch::manual_seed(static_cast<uint64_t>(context.seed));  // the initial weights depend on the seed only
   // A task reads its vocabulary from the checkpoint it starts from: it must be the saved one.
-  const std::string init_from = config.value("train", json::object()).value("init_from", std::string());
+  const std::string init_from = model_dir(config.value("train", json::object()).value("init_from", std::string()));
   std::error_code ec;
   if (!checkpoint_dir.empty()) check_asset_fingerprints(checkpoint_dir);
   else if (!init_from.empty() && std::filesystem::is_directory(init_from, ec)) check_asset_fingerprints(init_from);
   return task_entry(task_name(config)).make(config, context, checkpoint_dir);
 }
 
-std::unique_ptr<Task> load_task(const std::string& dir, const std::vector<std::string>& overrides,
-                                const torch::Device& device) {
+std::unique_ptr<Task> load_task(const std::string& given, const std::vector<std::string>& overrides,
+                                const torch::Device& device, bool merge_adapters) {
+  const std::string dir = model_dir(given);
   json raw = load_checkpoint_config(dir);
   for (const auto& s : overrides) apply_override(raw, s);
   const std::string source = (std::filesystem::path(dir) / "config.json").string();
@@ -173,6 +175,11 @@ std::unique_ptr<Task> load_task(const std::string& dir, const std::vector<std::s
   auto task = make_task(config, dir);
   load_model(*task->model(), (std::filesystem::path(dir) / "model.safetensors").string(),
              config["model"]["model_type"]);
+  if (const auto lora = lora_options(config); lora && is_adapter_dir(dir)) {
+    models::add_lora(*task->model(), *lora, lora->modules_to_save);
+    load_adapter(*task->model(), dir, *lora);
+    if (merge_adapters) models::merge_lora(*task->model());
+  }
   task->model()->to(device);
   task->model()->eval();
   TaskContext context = task->context();

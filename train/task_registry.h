@@ -53,8 +53,10 @@ std::unique_ptr<Task> make_task(const json& config, const std::string& checkpoin
 /// Rebuilds the task of a checkpoint directory (zoo's, or a Hugging Face config.json +
 /// model.safetensors), applies --set overrides, loads the weights, moves to `device` and
 /// puts the model in eval mode.
+/// A checkpoint of a LoRA run (train.lora, adapter_model.safetensors) gets its adapters, merged
+/// into the weights unless `merge_adapters` is false.
 std::unique_ptr<Task> load_task(const std::string& dir, const std::vector<std::string>& overrides,
-                                const torch::Device& device);
+                                const torch::Device& device, bool merge_adapters = true);
 
 /// The keys of a task's configuration with their defaults and help, section by section, as
 /// `zoo train --help-config` prints them: the model section of `model_type` (or the task's

@@ -49,6 +49,7 @@ struct TrainOptions {
   bool cuda_graphs = false;
   bool gradient_checkpointing = false;
   bool check_memory = true;
+  json lora;  // null: no adapters (models/lora.h, LoraOptions)
 
   template <class V>
   void fields(V& v) {
@@ -118,6 +119,10 @@ struct TrainOptions {
     v("gradient_checkpointing", gradient_checkpointing,
       "recompute each transformer block's activations in backward instead of keeping them (less memory, about a "
       "third more arithmetic); GPT, BERT, ViT and the Transformer");
+    v("lora", lora,
+      "LoRA adapters: {\"r\": 8, \"alpha\": 16, \"dropout\": 0.05, \"target_modules\": [\"c_attn\"]} trains only "
+      "low-rank updates of those linear layers (and the task's new head), the rest frozen; checkpoints add PEFT's "
+      "adapter_model.safetensors and adapter_config.json; null = off");
     v("check_memory", check_memory,
       "refuse, before building anything, a run whose estimated memory (weights, gradients, optimizer state, "
       "one micro-batch's activations) exceeds what the machine or GPU has; false to try anyway");

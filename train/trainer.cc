@@ -11,6 +11,7 @@
 #include "train/checkpoint.h"
 #include "train/graphed_step.h"
 #include "train/logging.h"
+#include "train/adapters.h"
 #include "train/memory.h"
 #include "train/memory_budget.h"
 
@@ -95,10 +96,9 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   // The task's resolved config (it may add what it learnt from the data, e.g. vocabulary
   // sizes) is the one that rebuilds the model from a checkpoint.
   config_ = task_.config().is_null() ? args_.config : task_.config();
-  if (writer()) write_json_file((fs::path(args_.output_dir) / "config.json").string(), config_);
-
   model_ = task_.model();
-  if (args_.resume_from.empty() && !o_.init_from.empty()) init_from_pretrained(*model_, o_.init_from, o_.init_from_key_map, model_type());
+  setup_weights();  // may add the options of an --init-from adapter to config_
+  if (writer()) write_json_file((fs::path(args_.output_dir) / "config.json").string(), config_);
   model_->to(args_.device);
   optimizer_ = make_optimizer(*model_, o_);
 
@@ -126,7 +126,9 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   // One batch slice per core on the CPU (see forward_backward); not with recomputed blocks,
   // whose backward adds to the parameters' gradients from each slice's thread.
   shards_ = args_.device.is_cpu() && task_.splittable() && !o_.gradient_checkpointing ? at::get_num_threads() : 1;
-  params_ = model_->parameters();
+  params_.clear();
+  for (const auto& p : model_->parameters())
+    if (p.requires_grad()) params_.push_back(p);
   if (o_.cuda_graphs && scaler_)
     throw Error("train.cuda_graphs does not run with train.precision=fp16 (loss scaling decides on the host "
                 "whether to skip each step); use train.precision=bf16");
@@ -150,10 +152,38 @@ void Trainer::enable_gradient_checkpointing() {
                     "for GPT, BERT, ViT and the Transformer"));
 }
 
+// The starting weights: a pretrained model (train.init_from), or a PEFT adapter directory
+// on its base; then the LoRA adapters of train.lora (the base frozen).
+void Trainer::setup_weights() {
+  lora_ = lora_options(config_);
+  std::string from = args_.resume_from.empty() ? model_dir(o_.init_from) : "";
+  const bool adapter = !from.empty() && is_adapter_dir(from);
+  if (adapter) {
+    auto options = read_adapter_config(from, &adapter_base_);
+    if (adapter_base_.empty())
+      throw Error(cat(from, "/", kAdapterConfig, ": no base_model_name_or_path; fine-tune its base with "
+                      "--init-from BASE and train.lora instead"));
+    if (options.modules_to_save.empty() && lora_) options.modules_to_save = lora_->modules_to_save;
+    lora_ = options;
+    config_["train"]["lora"] = to_json(options);
+    std::swap(from, adapter_base_);  // from: the base; adapter_base_: the adapter, for now
+  }
+  if (!from.empty()) init_from_pretrained(*model_, from, o_.init_from_key_map, model_type());
+  if (!lora_) return;
+  attach_lora(*model_, *lora_);
+  if (adapter) {
+    load_adapter(*model_, adapter_base_, *lora_);
+    adapter_base_ = from;
+  } else if (!o_.init_from.empty()) {
+    adapter_base_ = o_.init_from;
+  }
+}
+
 void Trainer::restore(const std::string& from) {
   const fs::path dir = from;
   const json st = read_json_file((dir / "trainer_state.json").string());
   load_model(*model_, (dir / "model.safetensors").string(), model_type());
+  if (lora_) load_adapter(*model_, from, *lora_);
   // The checkpoint has an average exactly when it has the weights being trained beside it.
   const std::string live = (dir / kTrainingWeights).string();
   const bool averaged = fs::exists(live);
@@ -225,6 +255,7 @@ void Trainer::save(const Metrics* eval_metrics) {
     AveragedWeights averaged(average);
     save_model(*model_, w.path("model.safetensors"), config_);
   }
+  if (lora_) save_adapter(*model_, w.tmp_dir(), *lora_, config_, adapter_base_);
   save_optimizer(*optimizer_, w.path("optimizer.pt"));
   const auto before_assets = file_names(w.tmp_dir());
   task_.save_assets(w.tmp_dir());
@@ -348,6 +379,15 @@ void Trainer::log_step(const LossValues& loss, double lr, double grad_norm, int6
   window_.start = std::chrono::steady_clock::now();
 }
 
+// " (estimated 1.5 GiB)" beside the measured peak; "" for a model the budget does not know.
+std::string Trainer::estimate_note() const {
+  try {
+    return cat(" (estimated ", format_bytes(estimate_training_memory(config_).total()), ")");
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 TrainResult Trainer::run() {
   if (writer()) log_ = std::make_unique<TrainLogger>(args_.output_dir, total_steps_, o_.report_to_tensorboard);
   const auto message = [&](const std::string& text) {
@@ -435,7 +475,7 @@ TrainResult Trainer::run() {
                 "; peak memory ", std::lround(peaks.rss_mib), " MiB resident",
                 peaks.cuda_allocated_mib >= 0 ? cat(", ", std::lround(peaks.cuda_allocated_mib), " MiB CUDA allocated")
                                               : std::string(),
-                " (estimated ", format_bytes(estimate_training_memory(task_.config()).total()), ")",
+                estimate_note(),
                 "; last checkpoint ", result_.last_checkpoint,
                 state_.best_checkpoint.empty() ? std::string()
                                                : cat("; best (", best_metric_, "=", state_.best_value, ") ",

@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include "models/lora.h"
 #include "train/collective.h"
 #include "train/grad_scaler.h"
 #include "train/config.h"
@@ -90,6 +91,8 @@ class Trainer {
   const TrainerState& state() const { return state_; }
 
  private:
+  void setup_weights();
+  std::string estimate_note() const;
   void restore(const std::string& dir);
   // train.gradient_checkpointing: switches every recomputable block of the model on.
   void enable_gradient_checkpointing();
@@ -125,7 +128,9 @@ class Trainer {
   std::string model_type() const { return config_.at("model").value("model_type", ""); }
   std::string precision_;  // "fp32", "bf16" or "fp16"
   std::shared_ptr<torch::nn::Module> model_;
-  std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> params_;  // the trained ones (not a LoRA run's frozen base)
+  std::optional<models::LoraOptions> lora_;  // train.lora (or an --init-from adapter's options)
+  std::string adapter_base_;                 // the base model of the adapter, for adapter_config.json
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::optional<WeightAverage> average_;
   std::unique_ptr<TrainLogger> log_;

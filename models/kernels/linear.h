@@ -2,6 +2,8 @@
 // The linear layers' product for every model: x W^T + b in the form each device runs fastest.
 #include <torch/torch.h>
 
+#include "models/lora.h"
+
 namespace zoo::models {
 
 /// x W^T + b, as torch::nn::Linear. On the CPU as LibTorch's C++ Linear computes it (a matrix
@@ -50,8 +52,12 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
   return at::linear(x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
 }
 
+/// A layer's product, plus its LoRA adapter when it has one (models/lora.h).
 inline torch::Tensor linear(const torch::Tensor& x, const torch::nn::Linear& layer) {
-  return linear(x, layer->weight, layer->bias);
+  auto y = linear(x, layer->weight, layer->bias);
+  if (layer->children().empty()) return y;
+  const auto delta = lora_delta(x, *layer);
+  return delta.defined() ? y + delta : y;
 }
 
 }  // namespace zoo::models

@@ -39,6 +39,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "models/lora.h"
 #include "models/registry.h"
 #include "train/memory_budget.h"
 #include "core/threads.h"
@@ -91,6 +92,7 @@ struct TrainSetup {
   torch::Device device;
   std::string precision;  // fp32, bf16 or fp16
   bool async_clip, cuda_graph, recompute;
+  int64_t lora;  // rank of LoRA adapters on c_attn (train.lora); 0 = full fine-tuning
   bool amp() const { return precision != "fp32"; }
 };
 
@@ -100,7 +102,17 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   model->to(s.device);
   model->train();
   zoo::models::set_gradient_checkpointing(*model, s.recompute);
-  zoo::ThreadedAdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3).weight_decay(0.1));
+  if (s.lora > 0) {
+    zoo::models::LoraOptions lora;
+    lora.r = s.lora;
+    lora.alpha = 2.0 * static_cast<double>(s.lora);
+    lora.target_modules = {"c_attn"};
+    zoo::models::add_lora(*model, lora, {});
+  }
+  std::vector<torch::Tensor> params;  // the trained ones: with LoRA, the adapters only
+  for (const auto& p : model->parameters())
+    if (p.requires_grad()) params.push_back(p);
+  zoo::ThreadedAdamW opt(params, torch::optim::AdamWOptions(1e-3).weight_decay(0.1));
   const int64_t t = o.n_positions;
   auto ids = torch::randint(0, o.vocab_size, {s.batch, t + 1}, torch::kLong).to(s.device);
   auto x = ids.narrow(1, 0, t).contiguous(), y = ids.narrow(1, 1, t).contiguous();
@@ -124,8 +136,8 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   if (s.precision == "fp16") scaler.emplace();
   int64_t skipped = 0;
   auto clip = [&] {
-    if (s.async_clip || s.cuda_graph) zoo::clip_grad_norm_async(model->parameters(), 1.0);
-    else zoo::clip_grad_norm(model->parameters(), 1.0);  // as zoo train
+    if (s.async_clip || s.cuda_graph) zoo::clip_grad_norm_async(params, 1.0);
+    else zoo::clip_grad_norm(params, 1.0);  // as zoo train
   };
   // As train.cuda_graphs (train/graphed_step.cc): a few real steps on the side stream, then the
   // captured one; the gradients unset before each so that backward allocates them.
@@ -163,10 +175,10 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
         (loss * scale).backward();
         lap(t, 1, timed);
       } else {
-        zoo::forward_backward(loss_of, batch, scale, s.shards, model->parameters(), {},
+        zoo::forward_backward(loss_of, batch, scale, s.shards, params, {},
                               /*onednn=*/s.amp() && s.device.is_cpu());
       }
-      const bool skip = scaler && scaler->unscale(model->parameters());
+      const bool skip = scaler && scaler->unscale(params);
       if (!skip) clip();
       if (phases) lap(t, 2, timed);
       if (!skip) opt.step();
@@ -186,9 +198,10 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
       phase_json += zoo::cat(k ? "," : ",\"phase_ms\":{", "\"", names[k], "\":", 1000 * median(phase_times[k]));
     phase_json += "}";
   }
-  int64_t n = 0;  // parameters without the position table (Kaplan et al.'s N)
+  int64_t n = 0, trained = 0;  // parameters without the position table (Kaplan et al.'s N)
   for (const auto& p : model->named_parameters())
-    if (p.key() != "transformer.wpe.weight") n += p.value().numel();
+    if (p.key() != "transformer.wpe.weight" && !zoo::models::is_lora_name(p.key())) n += p.value().numel();
+  for (const auto& p : params) trained += p.numel();
   const double tokens = static_cast<double>(s.batch * t);
   const double flops = tokens * (6.0 * n + 12.0 * o.n_layer * o.n_embd * t);
   const double step = median(times);
@@ -201,7 +214,9 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
             << ",\"tokens_per_s\":" << tokens / step
             << ",\"model_gflop_per_step\":" << flops / 1e9 << ",\"matmul_peak_gflops\":" << peak / 1e9
             << ",\"mfu\":" << flops / step / peak << ",\"gradient_checkpointing\":" << (s.recompute ? "true" : "false")
-            << ",\"peak_rss_mib\":" << zoo::memory_peaks(s.device).rss_mib << phase_json << "}" << std::endl;
+            << ",\"peak_rss_mib\":" << zoo::memory_peaks(s.device).rss_mib << ",\"lora_r\":" << s.lora
+            << ",\"trained_parameters\":" << trained << ",\"adamw_state_mib\":" << 8.0 * trained / (1 << 20) << phase_json
+            << "}" << std::endl;
   return 0;
 }
 
@@ -298,6 +313,8 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision, "train: fp32, bf16 or fp16 autocast as train.precision")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   bool async_clip = false, cuda_graph = false, recompute = false;
+  int64_t lora = 0;
+  app.add_option("--lora", lora, "train: LoRA adapters of this rank on c_attn (alpha 2r), the rest frozen (train.lora)");
   app.add_flag("--gradient-checkpointing", recompute, "train: recompute each block in backward (train.gradient_checkpointing)");
   app.add_flag("--async-clip", async_clip, "train: clip without reading the norm back to the host");
   app.add_flag("--cuda-graph", cuda_graph, "train: capture the step as a CUDA graph and replay it (CUDA, LibTorch 2.x)");
@@ -316,7 +333,7 @@ int main(int argc, char** argv) {
       if (cuda_graph && !device.is_cuda()) throw zoo::Error("--cuda-graph needs --device cuda");
       if (cuda_graph && precision == "fp16") throw zoo::Error("--cuda-graph does not run with fp16's loss scaling");
       if (recompute) shards = 1;  // as zoo train: recomputed blocks run one slice
-      return train_mode(o, {batch, steps, warmup, shards, device, precision, async_clip, cuda_graph, recompute});
+      return train_mode(o, {batch, steps, warmup, shards, device, precision, async_clip, cuda_graph, recompute, lora});
     } catch (const zoo::Error& e) {
       std::cerr << "zoo_bench_gpt: " << e.what() << std::endl;
       return 2;

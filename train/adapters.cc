@@ -1,0 +1,142 @@
+#include "train/adapters.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "core/error.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/safetensors.h"
+
+namespace zoo {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kPeftPrefix = "base_model.model.";
+
+// The head a task adds on a pretrained trunk: trained in full beside the adapters (PEFT's
+// SEQ_CLS task type does the same with its modules_to_save).
+std::vector<std::string> new_head_of(const std::string& task) {
+  if (task == "text_classification" || task == "image_classification") return {"classifier"};
+  return {};
+}
+
+std::string with_commas(int64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+std::string percent(int64_t part, int64_t whole) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f%%", 100.0 * static_cast<double>(part) / static_cast<double>(std::max<int64_t>(1, whole)));
+  return text;
+}
+
+}  // namespace
+
+std::optional<models::LoraOptions> lora_options(const json& config) {
+  const json train = config.value("train", json::object());
+  if (!train.contains("lora") || train["lora"].is_null()) return std::nullopt;
+  auto o = read_options<models::LoraOptions>(train["lora"], "train.lora");
+  const std::string type = config.value("model", json::object()).value("model_type", std::string());
+  if (o.target_modules.empty()) o.target_modules = models::default_lora_targets(type);
+  if (o.target_modules.empty())
+    throw Error(cat("train.lora.target_modules: PEFT has no default for model_type '", type,
+                    "'; name the linear layers to adapt"));
+  if (o.modules_to_save.empty()) o.modules_to_save = new_head_of(config.value("task", std::string()));
+  return o;
+}
+
+void attach_lora(torch::nn::Module& model, const models::LoraOptions& o) {
+  const auto adapted = models::add_lora(model, o, o.modules_to_save);
+  int64_t total = 0, trained = 0;
+  for (const auto& p : model.parameters()) {
+    total += p.numel();
+    if (p.requires_grad()) trained += p.numel();
+  }
+  std::cerr << "zoo: LoRA r=" << o.r << " alpha=" << o.alpha << " on " << adapted.size() << " layers ("
+            << join(o.target_modules) << (o.modules_to_save.empty() ? "" : "; trained in full: " + join(o.modules_to_save))
+            << "): " << with_commas(trained) << " of " << with_commas(total) << " parameters train ("
+            << percent(trained, total) << ")" << std::endl;
+}
+
+void save_adapter(const torch::nn::Module& model, const std::string& dir, const models::LoraOptions& o,
+                  const json& config, const std::string& base) {
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  for (auto& [name, t] : models::lora_tensors(model, o.modules_to_save)) tensors.emplace_back(kPeftPrefix + name, t);
+  safetensors::save((fs::path(dir) / kAdapterWeights).string(), tensors, {{"format", "pt"}, {"producer", "zoo"}});
+  const std::string type = config.value("model", json::object()).value("model_type", std::string());
+  const std::string task = config.value("task", std::string());
+  json c = {{"peft_type", "LORA"},
+            {"r", o.r},
+            {"lora_alpha", o.alpha},
+            {"lora_dropout", o.dropout},
+            {"target_modules", o.target_modules},
+            {"modules_to_save", o.modules_to_save.empty() ? json(nullptr) : json(o.modules_to_save)},
+            {"bias", "none"},
+            {"fan_in_fan_out", type == "gpt2"},  // GPT-2's layers are Conv1D in transformers
+            {"init_lora_weights", true},
+            {"inference_mode", true},
+            {"use_dora", false},
+            {"use_rslora", false},
+            {"base_model_name_or_path", base.empty() ? json(nullptr) : json(base)},
+            {"task_type", task == "language_modeling"     ? json("CAUSAL_LM")
+                          : task == "text_classification" ? json("SEQ_CLS")
+                          : task == "translation"         ? json("SEQ_2_SEQ_LM")
+                                                          : json(nullptr)}};
+  write_json_file((fs::path(dir) / kAdapterConfig).string(), c);
+}
+
+void load_adapter(torch::nn::Module& model, const std::string& dir, const models::LoraOptions& o) {
+  const std::string path = (fs::path(dir) / kAdapterWeights).string();
+  auto file = safetensors::load(path);
+  check_finite(path, file.tensors);
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  for (auto& [name, target] : models::lora_tensors(model, o.modules_to_save)) {
+    const auto it = file.tensors.find(kPeftPrefix + name);
+    if (it == file.tensors.end())
+      throw Error(cat(path, ": missing tensor '", kPeftPrefix, name, "' (the adapter does not match train.lora)"));
+    if (it->second.sizes() != target.sizes())
+      throw Error(cat(path, ": tensor '", it->first, "' has shape ", it->second.sizes(), " but the adapter expects ",
+                      target.sizes(), " (a different r or base model)"));
+    if (!it->second.is_floating_point())
+      throw Error(cat(path, ": tensor '", it->first, "' is stored as ", it->second.scalar_type(), ", not floats"));
+    target.copy_(it->second.to(target.dtype()));
+    used.insert(it->first);
+  }
+  for (const auto& [name, _] : file.tensors)
+    if (!used.count(name))
+      throw Error(cat(path, ": unexpected tensor '", name, "' that the adapter of this model does not have"));
+}
+
+bool is_adapter_dir(const std::string& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(fs::path(dir) / kAdapterConfig, ec);
+}
+
+models::LoraOptions read_adapter_config(const std::string& dir, std::string* base) {
+  const std::string path = (fs::path(dir) / kAdapterConfig).string();
+  const json c = read_json_file(path);
+  if (!c.is_object() || c.value("peft_type", std::string()) != "LORA")
+    throw Error(cat(path, ": not a LoRA adapter (peft_type ", c.is_object() && c.contains("peft_type") ? c["peft_type"].dump() : "missing",
+                    "); zoo loads PEFT's LORA adapters"));
+  for (const char* unsupported : {"use_dora", "use_rslora"})
+    if (c.value(unsupported, false))
+      throw Error(cat(path, ": ", unsupported, " is true; zoo implements plain LoRA only"));
+  json mine = {{"r", c.value("r", 8)}, {"alpha", c.value("lora_alpha", 8.0)}, {"dropout", c.value("lora_dropout", 0.0)}};
+  if (c.contains("target_modules") && c["target_modules"].is_array()) mine["target_modules"] = c["target_modules"];
+  else if (c.contains("target_modules") && c["target_modules"].is_string()) mine["target_modules"] = {c["target_modules"]};
+  if (c.contains("modules_to_save") && c["modules_to_save"].is_array()) mine["modules_to_save"] = c["modules_to_save"];
+  if (base) *base = c.value("base_model_name_or_path", json(nullptr)).is_string() ? c["base_model_name_or_path"].get<std::string>() : "";
+  try {
+    return read_options<models::LoraOptions>(mine, "train.lora");
+  } catch (const Error& e) {
+    throw Error(cat(path, ": ", e.what()));
+  }
+}
+
+}  // namespace zoo
