@@ -87,7 +87,11 @@ torch::Tensor recompute_in_backward(const std::function<torch::Tensor(const std:
 torch::Tensor GradientCheckpointing::checkpointed(bool training, const torch::Tensor& x,
                                                   const std::function<torch::Tensor(const torch::Tensor&)>& block) const {
   if (!gradient_checkpointing_ || !training) return block(x);
-  return recompute_in_backward([block](const std::vector<torch::Tensor>& in) { return block(in[0]); }, {x});
+  // An input that needs no gradient (a LoRA run's frozen embeddings) would leave the block's
+  // output outside the graph, and its adapters untrained: it becomes a leaf that asks for one
+  // (transformers' enable_input_require_grads does the same for PEFT).
+  const auto input = x.requires_grad() || !torch::GradMode::is_enabled() ? x : x.detach().requires_grad_(true);
+  return recompute_in_backward([block](const std::vector<torch::Tensor>& in) { return block(in[0]); }, {input});
 }
 
 int set_gradient_checkpointing(torch::nn::Module& model, bool on) {

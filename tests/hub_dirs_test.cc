@@ -65,6 +65,12 @@ TEST_F(HubDirs, ShardedExportsWriteAndLoad) {
   ASSERT_EQ(all.size(), one.size());
   for (const auto& [name, tensor] : one) EXPECT_TRUE(torch::equal(tensor, all.at(name))) << name;
   EXPECT_EQ(index["metadata"]["total_size"].get<uint64_t>() > 0, true);
+  // As save_pretrained, the export carries generation_config.json (the model's special ids).
+  const json generation = read_json_file(sharded + "/generation_config.json");
+  EXPECT_EQ(generation.value("_from_model_config", false), true) << generation.dump();
+  const json model = read_json_file(hf() + "/config.json");
+  if (model.contains("eos_token_id") && !model["eos_token_id"].is_null())
+    EXPECT_EQ(generation["eos_token_id"], model["eos_token_id"]) << generation.dump();
   // zoo reads its own shards like any other directory: the same text.
   EXPECT_EQ(generated(sharded), generated(hf()));
 }

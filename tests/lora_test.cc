@@ -131,6 +131,25 @@ TEST_F(Lora, AnExportedAdapterContinuesOnItsBaseAndResumes) {
   EXPECT_TRUE(a.defined());
 }
 
+// Gradient checkpointing recomputes the blocks from their inputs; with the embeddings frozen
+// the first block's input needs no gradient, which must not leave the adapters untrained.
+TEST_F(Lora, GradientCheckpointingTrainsTheSameAdapters) {
+  test::TempDir t;
+  for (const std::string& on : {"false", "true"}) {
+    auto r = test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (t / on) + " --init-from " +
+                           base() + " --set train.max_steps=3 --set train.save_steps=3 --set train.learning_rate=0.02" +
+                           " --set 'train.lora={\"r\": 4, \"alpha\": 8}' --set train.gradient_checkpointing=" + on);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  const auto plain = safetensors::load(t / "false/checkpoint-3/" + kAdapterWeights).tensors;
+  const auto recomputed = safetensors::load(t / "true/checkpoint-3/" + kAdapterWeights).tensors;
+  ASSERT_EQ(plain.size(), recomputed.size());
+  for (const auto& [name, tensor] : plain) {
+    EXPECT_LE((tensor - recomputed.at(name)).abs().max().item<double>(), 1e-6) << name;
+    if (name.find("lora_B") != std::string::npos) EXPECT_GT(tensor.abs().max().item<double>(), 0.0) << name;
+  }
+}
+
 TEST_F(Lora, BadTargetsAndMismatchedAdaptersAreNamed) {
   test::TempDir t;
   auto r = test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (t / "x") + " --init-from " +

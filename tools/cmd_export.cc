@@ -80,6 +80,12 @@ int run_export(const ExportArgs& a) {
   save_model(*task->model(), (fs::path(a.out) / "model.safetensors").string(), config, shard_bytes(a.max_shard_size));
   write_json_file((fs::path(a.out) / "config.json").string(), models::to_hf_config(config.at("model"), task_name(config)));
   task->save_assets(a.out);
+  if (config.at("model").value("model_type", "") == "gpt2") {  // as save_pretrained: the generation defaults
+    json generation = {{"_from_model_config", true}};
+    for (const char* id : {"bos_token_id", "eos_token_id"})
+      if (config["model"].value(id, int64_t{-1}) >= 0) generation[id] = config["model"][id];
+    write_json_file((fs::path(a.out) / "generation_config.json").string(), generation);
+  }
   if (config.contains("data") && config["data"].contains("mean")) {
     // Hugging Face image processor settings, so that pipelines normalise as we trained.
     const auto& d = config["data"];
