@@ -48,7 +48,7 @@ test::TempDir* Lora::dir_ = nullptr;
 std::string* Lora::output_ = nullptr;
 
 TEST_F(Lora, TheBaseStaysBitIdenticalAndOnlyTheAdaptersTrain) {
-  EXPECT_NE(output_->find("zoo: LoRA r=4 alpha=8 on 2 layers (c_attn): 1,024 of "), std::string::npos) << *output_;
+  EXPECT_NE(output_->find("zoo: LoRA r=4 alpha=8 on 2 linear layers (c_attn): 1,024 of "), std::string::npos) << *output_;
   const auto before = safetensors::load(base() + "/model.safetensors").tensors;
   const auto after = safetensors::load(lora() + "/model.safetensors").tensors;
   ASSERT_EQ(before.size(), after.size());
@@ -116,7 +116,7 @@ TEST_F(Lora, AnExportedAdapterContinuesOnItsBaseAndResumes) {
   auto r = test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (t / "more") +
                          " --init-from " + (t / "adapter") + " --set train.max_steps=2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("zoo: LoRA r=4 alpha=8 on 2 layers"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("zoo: LoRA r=4 alpha=8 on 2 linear layers"), std::string::npos) << r.output;
   // Before its first step the model is the adapter's: the same loss as the LoRA checkpoint's.
   const auto ids = torch::randint(0, 20, {2, 16}, torch::kLong);
   const auto a = zoo_logits(lora(), true, ids);

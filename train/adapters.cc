@@ -57,7 +57,7 @@ void attach_lora(torch::nn::Module& model, const models::LoraOptions& o) {
     total += p.numel();
     if (p.requires_grad()) trained += p.numel();
   }
-  std::cerr << "zoo: LoRA r=" << o.r << " alpha=" << o.alpha << " on " << adapted.size() << " layers ("
+  std::cerr << "zoo: LoRA r=" << o.r << " alpha=" << o.alpha << " on " << adapted.size() << " linear layers ("
             << join(o.target_modules) << (o.modules_to_save.empty() ? "" : "; trained in full: " + join(o.modules_to_save))
             << "): " << with_commas(trained) << " of " << with_commas(total) << " parameters train ("
             << percent(trained, total) << ")" << std::endl;

@@ -203,7 +203,9 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
     if (p.key() != "transformer.wpe.weight" && !zoo::models::is_lora_name(p.key())) n += p.value().numel();
   for (const auto& p : params) trained += p.numel();
   const double tokens = static_cast<double>(s.batch * t);
-  const double flops = tokens * (6.0 * n + 12.0 * o.n_layer * o.n_embd * t);
+  // 6N per token: forward 2N, backward 2N for the inputs' gradients and 2N for the weights'
+  // (LoRA computes no gradient of the frozen weights: 4N).
+  const double flops = tokens * ((s.lora > 0 ? 4.0 : 6.0) * n + 12.0 * o.n_layer * o.n_embd * t);
   const double step = median(times);
   const double peak = matmul_peak(s.device.is_cpu() ? 1024 : 8192, s.device,
                                   s.amp() ? zoo::autocast_dtype(s.precision) : torch::kFloat);
