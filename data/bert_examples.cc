@@ -360,7 +360,7 @@ void write_segments(const Tokenized& t, const BertExampleOptions& options, BertE
         const int64_t a = masker.uniform(1, m - 1);
         int64_t b = m - a;
         const int32_t* second = tokens.data() + pos + a;
-        bool next = masker.uniform(0, 1) == 0;
+        bool next = !options.next_sentence || masker.uniform(0, 1) == 0;
         for (int tries = 0; !next && tries < 10; ++tries) {  // a place in another review
           const int64_t other = masker.uniform(0, reviews - 1);
           const auto& o = streams[static_cast<size_t>(other)];

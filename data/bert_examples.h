@@ -36,6 +36,7 @@ struct BertExampleOptions {
   double length_percentile = 70;
   std::string layout = "sentence_pairs";  // "sentence_pairs" | "segments"
   int64_t max_length = 256;               // segments: the item width
+  bool next_sentence = true;              // segments: false = B always continues A (no NSP pairs)
   uint64_t seed = 0;
 };
 

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
 #include "train/device.h"
+#include "train/task_registry.h"
 #include "train/safetensors.h"
 
 namespace fs = std::filesystem;
@@ -183,6 +185,88 @@ TEST(BertPretraining, RandomPositionOffsetsTrainTheWholePositionTable) {
                          " --set data.position_offset=shifted");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("data.position_offset"), std::string::npos) << r.output;
+}
+
+// Issue 39's choices: MLM only (B always the text after A; no NSP loss, head or metrics) and
+// dynamic masking (a new draw of the masked positions for every training batch, from its seed).
+TEST(BertPretraining, MlmOnlyWithDynamicMaskingTrainsAndResumesExactly) {
+  test::TempDir dir;
+  const std::string root = write_reviews(dir), cfg = dir / "bert.json";
+  test::write_file(cfg, config(root));
+  const std::string options = " --device cpu --set data.layout=segments --set data.max_length=12"
+                              " --set data.next_sentence_prediction=false --set data.dynamic_masking=true"
+                              " --set data.validation_fraction=0.2 --set train.logging_steps=1";
+  auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "run") + options +
+                         " --set train.max_steps=300 --set train.eval_steps=300 --set train.save_steps=300");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream state(dir / "run/checkpoint-300/trainer_state.json");
+  const json m = json::parse(state)["eval_metrics"];
+  EXPECT_FALSE(m.contains("loss_nsp")) << m.dump();
+  EXPECT_FALSE(m.contains("nsp_accuracy")) << m.dump();
+  EXPECT_DOUBLE_EQ(m["loss"].get<double>(), m["loss_mlm"].get<double>()) << m.dump();
+  EXPECT_GT(m["mlm_accuracy"].get<double>(), 3.0 / 16) << m.dump();  // chance: 1 in 16 tokens
+
+  // 6 steps straight, and 3 + resume + 3: the same losses (the masks come from each batch's seed).
+  auto losses = [](const std::string& metrics) {
+    std::vector<double> out;
+    std::istringstream in(test::read_file(metrics));
+    for (std::string line; std::getline(in, line);) {
+      const json j = json::parse(line);
+      if (j.value("type", "") == "train") {
+        EXPECT_FALSE(j.contains("loss_nsp")) << line;
+        out.push_back(j.at("loss"));
+      }
+    }
+    return out;
+  };
+  ASSERT_EQ(test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "straight") + options +
+                          " --set train.max_steps=6 --set train.save_steps=3 --set train.eval_steps=6").exit_code, 0);
+  ASSERT_EQ(test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "cut") + options +
+                          " --set train.max_steps=3 --set train.save_steps=3 --set train.eval_steps=6").exit_code, 0);
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "cut") + options +
+                    " --set train.max_steps=6 --set train.save_steps=3 --set train.eval_steps=6 --resume");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto a = losses(dir / "straight/metrics.jsonl"), b = losses(dir / "cut/metrics.jsonl");
+  ASSERT_EQ(a.size(), 6u);
+  ASSERT_EQ(b.size(), 6u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6) << "step " << i + 1;
+
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "pairs") +
+                    " --set data.next_sentence_prediction=false");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("data.next_sentence_prediction=false needs data.layout segments"), std::string::npos)
+      << r.output;
+}
+
+// The dynamic draw: the same batch seed gives the same masks, another seed others; round(15%)
+// of each row's word tokens, their labels the original words, [CLS]/[SEP]/padding never.
+TEST(BertPretraining, DynamicMasksComeFromTheBatchSeed) {
+  test::TempDir dir;
+  const std::string root = write_reviews(dir);
+  json c = json::parse(config(root));
+  c["data"]["layout"] = "segments";
+  c["data"]["max_length"] = 12;
+  c["data"]["dynamic_masking"] = true;
+  auto task = make_task(resolve_config(c, "test"));
+  task->prepare_training("");
+  std::vector<int64_t> items(64);
+  for (int64_t i = 0; i < 64; ++i) items[i] = i;
+  const Batch a = task->make_train_batch(items, 5), again = task->make_train_batch(items, 5),
+              other = task->make_train_batch(items, 6);
+  EXPECT_TRUE(torch::equal(a.tensors[0], again.tensors[0]));
+  EXPECT_TRUE(torch::equal(a.tensors[3], again.tensors[3]));
+  EXPECT_FALSE(torch::equal(a.tensors[3].ne(-100), other.tensors[3].ne(-100))) << "another seed, other positions";
+  const auto selected = a.tensors[3].ne(-100);
+  const auto original = torch::where(selected, a.tensors[3], a.tensors[0]);
+  const auto words = original.gt(4);  // not [CLS] 0, [PAD] 1, [MASK] 2, [SEP] 3, [UNK] 4
+  EXPECT_EQ(selected.logical_and(words.logical_not()).sum().item<int64_t>(), 0) << "only words are selected";
+  for (int64_t r = 0; r < 64; ++r) {  // round(15% of the row's words) each: 1 of the 7-9 words here
+    const double n = words[r].sum().item<double>();
+    EXPECT_EQ(selected[r].sum().item<int64_t>(), static_cast<int64_t>(std::nearbyint(0.15 * n))) << "row " << r;
+  }
+  // Where not selected the input is the original word; where selected, mostly [MASK].
+  EXPECT_TRUE(torch::equal(a.tensors[0].masked_select(selected.logical_not()), original.masked_select(selected.logical_not())));
+  EXPECT_GT(a.tensors[0].masked_select(selected).eq(2).to(torch::kDouble).mean().item<double>(), 0.6);
 }
 
 }  // namespace

@@ -101,6 +101,10 @@ void BertPretrainingTask::build_examples() {
   o.length_percentile = data_.length_percentile;
   o.layout = data_.layout;
   o.max_length = data_.max_length;
+  o.next_sentence = data_.next_sentence_prediction;
+  if (!data_.next_sentence_prediction && data_.layout != "segments")
+    throw Error("config: data.next_sentence_prediction=false needs data.layout segments (document 000's sentence "
+                "pairs are half random by construction)");
   o.seed = static_cast<uint64_t>(context_.seed);
   examples_ = data::build_bert_examples(reviews, o);
   if (examples_.size() < 2)
@@ -149,7 +153,41 @@ Batch BertPretrainingTask::batch_of(int64_t first, int64_t count) const {
 Batch BertPretrainingTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
   Batch b = batch_of(indices);
   b.seed = seed;
+  if (data_.dynamic_masking) remask(b);
   return b;
+}
+
+// Each row's word tokens (not [CLS], [SEP] or padding): round(mask_probability x their count)
+// distinct positions, 80% [MASK], 10% a random word, 10% kept; as the static draw of
+// data::build_bert_examples with masking "bert", but from the batch's seed.
+void BertPretrainingTask::remask(Batch& b) const {
+  auto& ids = b.tensors[0];
+  auto& labels = b.tensors[3];
+  auto original = torch::where(labels.ne(kIgnore), labels, ids);
+  ids = original.clone();
+  labels = torch::full_like(original, kIgnore);
+  auto po = original.accessor<int64_t, 2>(), pi = ids.accessor<int64_t, 2>(), pl = labels.accessor<int64_t, 2>();
+  std::mt19937_64 rng(b.seed ^ 0x9E3779B97F4A7C15ULL);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const int64_t vocab = examples_.vocab.size(), first_word = data::BertVocab::kFirstWord;
+  std::vector<int64_t> words;
+  for (int64_t r = 0; r < original.size(0); ++r) {
+    words.clear();
+    for (int64_t p = 0; p < original.size(1); ++p) {
+      const int64_t id = po[r][p];
+      if (id != data::BertVocab::kCls && id != data::BertVocab::kSep && id != data::BertVocab::kPad) words.push_back(p);
+    }
+    const auto n = static_cast<int64_t>(words.size());
+    const auto k = static_cast<int64_t>(std::nearbyint(static_cast<double>(n) * data_.mask_probability));
+    for (int64_t d = 0; d < k; ++d) {  // partial Fisher-Yates: k distinct positions
+      std::swap(words[d], words[std::uniform_int_distribution<int64_t>(d, n - 1)(rng)]);
+      const int64_t p = words[d];
+      const double u = unit(rng);
+      if (u < 0.8) pi[r][p] = data::BertVocab::kMask;
+      else if (u < 0.9 && vocab > first_word) pi[r][p] = std::uniform_int_distribution<int64_t>(first_word, vocab - 1)(rng);
+      pl[r][p] = po[r][p];
+    }
+  }
 }
 
 Loss BertPretrainingTask::loss(const Batch& batch) {
@@ -160,6 +198,7 @@ Loss BertPretrainingTask::loss(const Batch& batch) {
     offset = static_cast<int64_t>(std::mt19937_64(batch.seed)() % static_cast<uint64_t>(positions_ - t[0].size(1) + 1));
   auto out = model_->forward(t[0], t[1], t[2], selected, offset);  // MLM scores of the selected tokens only
   auto mlm = F::cross_entropy(out.prediction_logits, t[3].index({selected}));
+  if (!data_.next_sentence_prediction) return Loss{mlm, {{"mlm", mlm}}};
   auto nsp = F::cross_entropy(out.seq_relationship_logits, t[4]);
   return Loss{mlm + nsp, {{"mlm", mlm}, {"nsp", nsp}}};
 }
@@ -193,6 +232,11 @@ Metrics BertPretrainingTask::evaluate(const std::string& split, int64_t batch_si
     nsp_right += out.seq_relationship_logits.argmax(-1).eq(t[4]).sum().item<double>();
   }
   const double mlm = selected > 0 ? mlm_sum / selected : 0.0, nsp = nsp_sum / static_cast<double>(n);
+  if (!data_.next_sentence_prediction)  // the NSP head is not trained: its figures would mean nothing
+    return Metrics{{"loss", mlm},
+                   {"loss_mlm", mlm},
+                   {"mlm_accuracy", selected > 0 ? mlm_right / selected : 0.0},
+                   {"examples", static_cast<double>(n)}};
   return Metrics{{"loss", mlm + nsp},
                  {"loss_mlm", mlm},
                  {"loss_nsp", nsp},

@@ -27,6 +27,8 @@ struct BertPretrainingDataOptions {
   std::string layout = "sentence_pairs";
   int64_t max_length = 256;
   std::string position_offset = "zero";
+  bool next_sentence_prediction = true;
+  bool dynamic_masking = false;
   double validation_fraction = 0.02;
   bool strict = false;
   bool replace_invalid_utf8 = false;
@@ -60,6 +62,12 @@ struct BertPretrainingDataOptions {
       "(the same for its rows), so short items train the whole position table (model.max_position_embeddings) "
       "for a later phase or fine-tuning on longer texts. Evaluation uses zero",
       one_of({"zero", "random"}));
+    v("next_sentence_prediction", next_sentence_prediction,
+      "true: MLM + NSP, half the items pairing A with a B from another review (the BERT paper, document 000); "
+      "false: MLM only, B always the text after A (RoBERTa found NSP does not help); needs data.layout segments");
+    v("dynamic_masking", dynamic_masking,
+      "false: each item's masked positions are drawn once; true: a new draw for every training batch, from the "
+      "batch's seed (RoBERTa's dynamic masking; evaluation keeps the fixed draw)");
     v("validation_fraction", validation_fraction, "the last share of the examples held out for validation",
       between(0, 0.5));
     v("strict", strict, "a bad review (empty, invalid UTF-8, malformed CSV row) stops the run instead of being skipped");
@@ -93,6 +101,8 @@ class BertPretrainingTask : public Task {
   void build_examples();
   Batch batch_of(int64_t first, int64_t count) const;
   Batch batch_of(const std::vector<int64_t>& items) const;
+  /// data.dynamic_masking: the batch's MLM positions drawn anew from its seed.
+  void remask(Batch& batch) const;
   BertPretrainingDataOptions data_;
   data::BertExamples examples_;
   std::vector<std::string> vocab_;  // from a checkpoint's vocab.txt
