@@ -156,6 +156,40 @@ TEST_F(Documents, EmbeddingsOfDocument004) {
   expect_close(got, io("emb004"), "Embeddings");
 }
 
+// Document 004's TransformerForSequenceClassification: its Embeddings, two of its pre-norm
+// layers (the twin above) and a classifier on the first token, under the document's names.
+struct Doc004ClassifierImpl : torch::nn::Module {
+  Doc004ClassifierImpl(int64_t vocab, int64_t positions, int64_t hidden, int64_t heads, int64_t intermediate,
+                       int64_t layers, int64_t labels)
+      : positions_(*this, LearnedPositionsOptions(positions, hidden).name("encoder.embeddings.position_embeddings")) {
+    tokens = register_at(*this, "encoder.embeddings.token_embeddings", torch::nn::Embedding(vocab, hidden));
+    norm = register_at(*this, "encoder.embeddings.layer_norm",
+                       torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden}).eps(1e-12)));
+    for (int64_t i = 0; i < layers; ++i)
+      blocks.push_back(register_at(*this, cat("encoder.layers.", i), Doc004Layer(hidden, heads, intermediate)));
+    classifier = register_module("classifier", torch::nn::Linear(hidden, labels));
+  }
+  torch::Tensor forward(const torch::Tensor& ids) {
+    auto x = norm->forward(positions_(tokens->forward(ids)));  // the embeddings' dropout: identity in eval
+    for (auto& block : blocks) x = block->forward(x);
+    return classifier->forward(x.select(1, 0));  // the first token; the dropout before it: identity in eval
+  }
+  LearnedPositions positions_;
+  torch::nn::Embedding tokens{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+  std::vector<Doc004Layer> blocks;
+  torch::nn::Linear classifier{nullptr};
+};
+TORCH_MODULE(Doc004Classifier);
+
+TEST_F(Documents, TransformerForSequenceClassificationOfDocument004) {
+  Doc004Classifier model(20, 16, kHidden, kHeads, kIntermediate, /*layers=*/2, /*labels=*/3);
+  load_model(*model, path("cls004"));  // every name present, none left over
+  model->eval();
+  torch::NoGradGuard no_grad;
+  expect_close(model(io("ids")), io("cls004"), "TransformerForSequenceClassification");
+}
+
 TEST_F(Documents, BatchFirstMultiheadAttentionOfDocument003SelfAndCross) {
   MultiHeadAttention m(MultiHeadAttentionOptions(kHidden, kHeads).dropout(0.1).names("w_q", "w_k", "w_v", "fc"));
   load_model(*m, path("mha003"));

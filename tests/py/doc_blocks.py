@@ -120,6 +120,33 @@ class Embeddings(nn.Module):
         embeddings = self.layer_norm(embeddings)
         embeddings = self.dropout(embeddings)
         return embeddings
+
+
+class TransformerEncoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embeddings = Embeddings(config)
+        self.layers = nn.ModuleList([TransformerEncoderLayer(config) for _ in range(config.num_hidden_layers)])
+
+    def forward(self, x):
+        x = self.embeddings(x)
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class TransformerForSequenceClassification(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.encoder = TransformerEncoder(config)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+
+    def forward(self, x):
+        x = self.encoder(x)[:, 0, :]  # select hidden state of [CLS] token
+        x = self.dropout(x)
+        x = self.classifier(x)
+        return x
 # ---- end of document 004 -----------------------------------------------------------------
 
 
@@ -186,6 +213,8 @@ class Config:
     hidden_dropout_prob = 0.1
     vocab_size = 20
     max_position_embeddings = 16
+    num_hidden_layers = 2
+    num_labels = 3
 
 
 def fused_heads(heads):
@@ -241,6 +270,17 @@ def main(out_dir):
         ids = torch.randint(0, c.vocab_size, (2, 7))
         io["ids"], io["emb004"] = ids, emb(ids)
         st_io.save(os.path.join(out_dir, "emb004.safetensors"), emb.state_dict())
+
+        classifier = perturbed(TransformerForSequenceClassification(c))
+        io["cls004"] = classifier(ids)
+        weights = {}
+        for k, v in classifier.state_dict().items():
+            if ".attention.heads." not in k:
+                weights[k] = v
+        for i, layer_i in enumerate(classifier.encoder.layers):
+            for k, v in fused_heads(layer_i.attention.heads).items():
+                weights[f"encoder.layers.{i}.attention.{k}"] = v
+        st_io.save(os.path.join(out_dir, "cls004.safetensors"), weights)
 
         mha3 = perturbed(MultiheadAttention(c.hidden_size, c.num_attention_heads, 0.1))
         x_keep = torch.ones(2, 5, dtype=torch.bool)
