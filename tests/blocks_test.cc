@@ -190,6 +190,60 @@ TEST_F(Documents, TransformerForSequenceClassificationOfDocument004) {
   expect_close(model(io("ids")), io("cls004"), "TransformerForSequenceClassification");
 }
 
+// zoo's attention as document 000's blocks, which have no output projection (identity here).
+MultiHeadAttention without_output(int64_t width, int64_t heads) {
+  MultiHeadAttention m(MultiHeadAttentionOptions(width, heads).names("query", "key", "value", "out"));
+  torch::NoGradGuard no_grad;
+  m->output->weight.copy_(torch::eye(width));
+  m->output->bias.zero_();
+  return m;
+}
+
+void load_into(torch::nn::Module& m, const std::map<std::string, torch::Tensor>& file, const std::string& file_prefix) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : m.named_parameters())
+    if (p.key().rfind("out.", 0) != 0) p.value().copy_(file.at(file_prefix + p.key()));
+}
+
+// Document 000's SelfAttention scores q k^T unscaled (a deviation zoo does not copy): zoo's
+// one-head attention gives the same with sqrt(width) folded into the query projection. Its
+// SelfAttentionClassifier: the mean over time, fc1, ReLU, fc2.
+TEST_F(Documents, SelfAttentionAndItsClassifierOfDocument000) {
+  const auto file = safetensors::load(path("selfcls000")).tensors;
+  auto m = without_output(kHidden, 1);
+  load_into(*m, file, "attention.");
+  {
+    torch::NoGradGuard no_grad;
+    const double unscale = std::sqrt(static_cast<double>(kHidden));
+    m->query->weight.mul_(unscale);
+    m->query->bias.mul_(unscale);
+  }
+  m->eval();
+  torch::NoGradGuard no_grad;
+  const auto attended = m(io("x"));
+  expect_close(attended, io("self000"), "SelfAttention");
+  torch::nn::Linear fc1(kHidden, 16), fc2(16, 3);
+  fc1->weight.copy_(file.at("fc1.weight")), fc1->bias.copy_(file.at("fc1.bias"));
+  fc2->weight.copy_(file.at("fc2.weight")), fc2->bias.copy_(file.at("fc2.bias"));
+  expect_close(fc2(torch::relu(fc1(attended.mean(1)))), io("selfcls000"), "SelfAttentionClassifier");
+}
+
+// Document 000's multi-head self-attention (its split into heads, scaled scores and merge):
+// zoo's attention with the document's projections and no output projection.
+TEST_F(Documents, MultiHeadSplitAndMergeOfDocument000) {
+  auto m = without_output(kHidden, kHeads);
+  const auto file = safetensors::load(path("mhsa000")).tensors;
+  {
+    torch::NoGradGuard no_grad;
+    for (const char* part : {"query", "key", "value"})
+      for (const char* t : {"weight", "bias"})
+        m->named_parameters()[std::string(part) + "." + t].copy_(file.at(std::string(part) + "_layer." + t));
+  }
+  m->eval();
+  torch::NoGradGuard no_grad;
+  expect_close(m(io("x")), io("mhsa000"), "multi-head self-attention");
+}
+
 TEST_F(Documents, BatchFirstMultiheadAttentionOfDocument003SelfAndCross) {
   MultiHeadAttention m(MultiHeadAttentionOptions(kHidden, kHeads).dropout(0.1).names("w_q", "w_k", "w_v", "fc"));
   load_model(*m, path("mha003"));

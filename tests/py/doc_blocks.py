@@ -1,6 +1,7 @@
 """Reference outputs of the documents' Transformer blocks, for tests/blocks_test.cc.
 
-Document 004's scaled_dot_product_attention, AttentionHead, MultiHeadAttention,
+Document 000's SelfAttention, SelfAttentionClassifier and multi-head self-attention
+fragments; document 004's scaled_dot_product_attention, AttentionHead, MultiHeadAttention,
 FeedForward, TransformerEncoderLayer (pre-norm) and Embeddings, document 003's batch-first
 MultiheadAttention and document 002's sinusoidal PositionalEncoding table, copied below
 (indentation restored: the documents' text lost it), run on random weights in eval mode.
@@ -150,6 +151,76 @@ class TransformerForSequenceClassification(nn.Module):
 # ---- end of document 004 -----------------------------------------------------------------
 
 
+# ---- document 000 ------------------------------------------------------------------------
+class SelfAttention(nn.Module):
+    def __init__(self, embed_dim):
+        super(SelfAttention, self).__init__()
+        self.query = nn.Linear(embed_dim, embed_dim)
+        self.key = nn.Linear(embed_dim, embed_dim)
+        self.value = nn.Linear(embed_dim, embed_dim)
+
+    def forward(self, x):
+        q = self.query(x)
+        k = self.key(x)
+        v = self.value(x)
+        attn_weights = torch.matmul(q, k.transpose(1, 2))
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1)
+        attended_values = torch.matmul(attn_weights, v)
+        return attended_values
+
+
+class SelfAttentionClassifier(nn.Module):
+    def __init__(self, embed_dim, hidden_dim, num_classes):
+        super(SelfAttentionClassifier, self).__init__()
+        self.attention = SelfAttention(embed_dim)
+        self.fc1 = nn.Linear(embed_dim, hidden_dim)
+        self.fc2 = nn.Linear(hidden_dim, num_classes)
+
+    def forward(self, x):
+        attended_values = self.attention(x)
+        x = attended_values.mean(dim=1)
+        x = self.fc1(x)
+        x = torch.relu(x)
+        x = self.fc2(x)
+        return x
+
+
+# The document's multi-head self-attention is printed as fragments (the attributes, the
+# projections, trans_to_multiple_heads, the scaled scores, the merge); joined here into the
+# module they describe, which has no output projection.
+class MultiHeadSelfAttention000(nn.Module):
+    def __init__(self, input_size, hidden_size, num_attention_heads):
+        super().__init__()
+        self.num_attention_heads = num_attention_heads
+        self.attention_head_size = int(hidden_size / num_attention_heads)
+        self.all_head_size = hidden_size
+        self.key_layer = nn.Linear(input_size, hidden_size)
+        self.query_layer = nn.Linear(input_size, hidden_size)
+        self.value_layer = nn.Linear(input_size, hidden_size)
+
+    def trans_to_multiple_heads(self, x):
+        new_size = x.size()[: -1] + (self.num_attention_heads, self.attention_head_size)
+        x = x.view(new_size)
+        return x.permute(0, 2, 1, 3)
+
+    def forward(self, x):
+        key = self.key_layer(x)
+        query = self.query_layer(x)
+        value = self.value_layer(x)
+        key_heads = self.trans_to_multiple_heads(key)
+        query_heads = self.trans_to_multiple_heads(query)
+        value_heads = self.trans_to_multiple_heads(value)
+        attention_scores = torch.matmul(query_heads, key_heads.permute(0, 1, 3, 2))
+        attention_scores = attention_scores / sqrt(self.attention_head_size)
+        attention_probs = F.softmax(attention_scores, dim=-1)
+        context = torch.matmul(attention_probs, value_heads)
+        context = context.permute(0, 2, 1, 3).contiguous()
+        new_size = context.size()[: -2] + (self.all_head_size,)
+        context = context.view(*new_size)
+        return context
+# ---- end of document 000 -----------------------------------------------------------------
+
+
 # ---- document 003 ------------------------------------------------------------------------
 # The document's text joined the lines of this class; the line that applies the mask ended
 # up inside the comment before it ("# 如果沒有mask,就生成一個 if mask is not None: ..."), so as
@@ -281,6 +352,14 @@ def main(out_dir):
             for k, v in fused_heads(layer_i.attention.heads).items():
                 weights[f"encoder.layers.{i}.attention.{k}"] = v
         st_io.save(os.path.join(out_dir, "cls004.safetensors"), weights)
+
+        selfcls = perturbed(SelfAttentionClassifier(c.hidden_size, 16, 3))
+        io["self000"] = selfcls.attention(x)
+        io["selfcls000"] = selfcls(x)
+        st_io.save(os.path.join(out_dir, "selfcls000.safetensors"), selfcls.state_dict())
+        mhsa = perturbed(MultiHeadSelfAttention000(c.hidden_size, c.hidden_size, c.num_attention_heads))
+        io["mhsa000"] = mhsa(x)
+        st_io.save(os.path.join(out_dir, "mhsa000.safetensors"), mhsa.state_dict())
 
         mha3 = perturbed(MultiheadAttention(c.hidden_size, c.num_attention_heads, 0.1))
         x_keep = torch.ones(2, 5, dtype=torch.bool)
