@@ -3,15 +3,19 @@
 
 #include <unicode/uchar.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "data/text.h"
 
 namespace zoo::data {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -113,8 +117,62 @@ Gpt2Bpe::Gpt2Bpe(std::map<std::string, int64_t> vocab, std::vector<std::pair<std
   if (eos != vocab_.end()) eos_ = eos->second;
 }
 
+namespace {
+
+// Hugging Face's tokenizer.json of a byte-level BPE (GPT-2's layout): model.vocab, model.merges
+// ("a b" strings, or [a, b] pairs in newer files), the added tokens; anything but a BPE with
+// ByteLevel pre-tokenisation is refused by name.
+std::unique_ptr<Gpt2Bpe> load_tokenizer_json(const std::string& path) {
+  const std::string text = read_input_file(path, "tokenizer.json", number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20,
+                                           "set ZOO_MAX_TEXT_MIB to raise it");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat(path, ": malformed JSON (", e.what(), ")"));
+  }
+  const auto& model = j.contains("model") && j["model"].is_object() ? j["model"] : nlohmann::json::object();
+  const std::string type = model.value("type", std::string());
+  const auto& pre = j.contains("pre_tokenizer") && j["pre_tokenizer"].is_object() ? j["pre_tokenizer"] : nlohmann::json();
+  if (type != "BPE" || pre.is_null() || pre.value("type", std::string()) != "ByteLevel")
+    throw Error(cat(path, ": model ", type.empty() ? "(none)" : type, " with pre_tokenizer ",
+                    pre.is_null() ? "(none)" : pre.value("type", std::string("(none)")),
+                    "; zoo reads byte-level BPE (GPT-2's) from tokenizer.json"));
+  if (pre.value("add_prefix_space", false))
+    throw Error(cat(path, ": pre_tokenizer.add_prefix_space is true; zoo's GPT-2 BPE adds no prefix space"));
+  std::map<std::string, int64_t> vocab;
+  std::vector<std::pair<std::string, std::string>> merges;
+  try {
+    for (const auto& [k, v] : model.at("vocab").items()) vocab[k] = v.get<int64_t>();
+    for (const auto& m : model.at("merges")) {
+      if (m.is_array() && m.size() == 2) {
+        merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+        continue;
+      }
+      const std::string line = m.get<std::string>();
+      const auto space = line.find(' ');
+      if (space == std::string::npos || space == 0 || space + 1 == line.size() || line.find(' ', space + 1) != std::string::npos)
+        throw Error(cat(path, ": model.merges entry '", line, "' is not two symbols separated by one space"));
+      merges.emplace_back(line.substr(0, space), line.substr(space + 1));
+    }
+    if (j.contains("added_tokens") && j["added_tokens"].is_array())
+      for (const auto& t : j["added_tokens"]) vocab.emplace(t.at("content").get<std::string>(), t.at("id").get<int64_t>());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat(path, ": malformed model (", e.what(), "); expected model.vocab {token: id} and model.merges"));
+  }
+  try {
+    return std::make_unique<Gpt2Bpe>(std::move(vocab), std::move(merges));
+  } catch (const Error& e) {
+    throw Error(cat(path, ": ", e.what()));
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Gpt2Bpe> Gpt2Bpe::load(const std::string& dir) {
   const std::string vocab_path = dir + "/vocab.json", merges_path = dir + "/merges.txt";
+  if (!fs::exists(vocab_path) && !fs::exists(merges_path) && fs::exists(dir + "/tokenizer.json"))
+    return load_tokenizer_json(dir + "/tokenizer.json");
   std::ifstream vin(vocab_path);
   if (!vin) throw Error(cat(vocab_path, ": missing (GPT-2 tokenizers need vocab.json and merges.txt)"));
   std::map<std::string, int64_t> vocab;
@@ -199,6 +257,31 @@ std::vector<int64_t> Gpt2Bpe::encode(std::string_view text) const {
   return out;
 }
 
+nlohmann::json Gpt2Bpe::tokenizer_json() const {
+  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
+                                     {"use_regex", true}};
+  nlohmann::json vocab = nlohmann::json::object();
+  for (const auto& [token, id] : vocab_) vocab[token] = id;
+  nlohmann::json merges = nlohmann::json::array();
+  for (const auto& [a, b] : merges_) merges.push_back(a + " " + b);
+  nlohmann::json added = nlohmann::json::array();
+  if (eos_ >= 0)
+    added.push_back({{"id", eos_}, {"content", kEndOfText}, {"single_word", false}, {"lstrip", false},
+                     {"rstrip", false}, {"normalized", true}, {"special", true}});
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", added},
+          {"normalizer", nullptr},
+          {"pre_tokenizer", byte_level},
+          {"post_processor", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}}},
+          {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+          {"model",
+           {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
+            {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false}, {"vocab", vocab},
+            {"merges", merges}}}};
+}
+
 std::string Gpt2Bpe::decode(const std::vector<int64_t>& ids) const {
   std::string bytes;
   for (int64_t id : ids) {
@@ -223,6 +306,7 @@ void Gpt2Bpe::save(const std::string& dir) const {
   std::string merges = "#version: 0.2\n";
   for (const auto& [a, b] : merges_) merges += a + " " + b + "\n";
   write_file_checked(dir + "/merges.txt", merges);
+  write_file_checked(dir + "/tokenizer.json", tokenizer_json().dump() + "\n");
   write_file_checked(dir + "/tokenizer_config.json",
                      nlohmann::json{{"tokenizer_class", "GPT2Tokenizer"}, {"zoo_kind", "gpt2"}, {"bos_token", kEndOfText},
                                     {"eos_token", kEndOfText}, {"unk_token", kEndOfText}, {"add_prefix_space", false}}

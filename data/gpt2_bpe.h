@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "data/tokenizer.h"
 
 namespace zoo::data {
@@ -19,7 +21,8 @@ class Gpt2Bpe : public Tokenizer {
  public:
   /// `vocab`: token string -> id; `merges`: pairs in rank order.
   Gpt2Bpe(std::map<std::string, int64_t> vocab, std::vector<std::pair<std::string, std::string>> merges);
-  /// Reads DIR/vocab.json and DIR/merges.txt; errors name the file (and the line).
+  /// Reads DIR/vocab.json and DIR/merges.txt, or, where only it exists, Hugging Face's
+  /// DIR/tokenizer.json (a byte-level BPE); errors name the file (and the line).
   static std::unique_ptr<Gpt2Bpe> load(const std::string& dir);
 
   std::string kind() const override { return "gpt2"; }
@@ -29,6 +32,9 @@ class Gpt2Bpe : public Tokenizer {
   int64_t eos_id() const override { return eos_; }
   void save(const std::string& dir) const override;
   std::string fingerprint() const override;
+  /// Hugging Face's tokenizer.json for this tokenizer (save() writes it beside vocab.json and
+  /// merges.txt, so that AutoTokenizer's fast tokenizer reads it).
+  nlohmann::json tokenizer_json() const;
 
  private:
   void encode_piece(const std::string& piece, std::vector<int64_t>& out) const;

@@ -51,6 +51,7 @@ std::string detected_kind(const std::string& dir) {
   if (fs::exists(d / "tokenizer.model")) return "sentencepiece";
   if (fs::exists(d / "char_vocab.json")) return "char";
   if (fs::exists(d / "vocab.txt")) return "wordpiece";
+  if (fs::exists(d / "tokenizer.json")) return "gpt2";  // Gpt2Bpe::load names any other kind of model
   return "";
 }
 }  // namespace

@@ -4,7 +4,10 @@
 // saving and loading with fingerprints, `zoo tokenizer`, and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -241,6 +244,68 @@ TEST(SentencePiece, ALanguageModelTrainsAndGeneratesOnIt) {
   auto g = test::run_zoo("generate --checkpoint " + (dir / "out/checkpoint-5") + " --prompt 'The quick' --max-new-tokens 5 --greedy");
   ASSERT_EQ(g.exit_code, 0) << g.output;
   EXPECT_EQ(g.output.rfind("The quick", 0), 0u) << g.output;
+}
+
+// Hugging Face's tokenizer.json: a byte-level BPE learned and written by a reference written
+// from the format (tests/py/tokenizer_json_ref.py) loads into zoo from that file alone and gives
+// the reference's ids on every line of real text (the repository's README and docs, with
+// Chinese, emoji and <|endoftext|> lines added); the tokenizer.json zoo writes gives the
+// reference the same ids again.
+TEST(Gpt2Bpe, TokenizerJsonBothWaysMatchesAReferenceOnRealText) {
+  test::TempDir dir;
+  std::string text;
+  const std::filesystem::path root = std::filesystem::path(ZOO_TESTS_DIR).parent_path();
+  std::vector<std::filesystem::path> sources{root / "README.md"};
+  for (const auto& e : std::filesystem::directory_iterator(root / "docs"))
+    if (e.path().extension() == ".md") sources.push_back(e.path());
+  std::sort(sources.begin(), sources.end());
+  for (const auto& f : sources) text += test::read_file(f.string());
+  text += "我喜欢猫。三只红猫。\nemoji 😀 and <|endoftext|> inside\n  leading spaces\tand tabs   \n";
+  test::write_file(dir / "text.txt", text);
+  auto r = test::run_python("tokenizer_json_ref.py", "learn " + (dir / "text.txt") + " 300 " + (dir / "py"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_FALSE(std::filesystem::exists(dir / "py/vocab.json"));
+  ASSERT_TRUE(has_tokenizer(dir / "py"));
+  auto ours = load_tokenizer(dir / "py");  // from tokenizer.json alone
+  ASSERT_EQ(ours->kind(), "gpt2");
+  EXPECT_EQ(ours->vocab_size(), 256 + 300 + 1);
+
+  auto compare = [&](const std::string& tokenizer_dir) {
+    r = test::run_python("tokenizer_json_ref.py", "encode " + tokenizer_dir + " " + (dir / "text.txt") + " " +
+                                                      (dir / "ids.json"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto reference = nlohmann::json::parse(test::read_file(dir / "ids.json"));
+    std::istringstream lines(text);
+    size_t n = 0, tokens = 0;
+    for (std::string line; std::getline(lines, line); ++n) {
+      ASSERT_LT(n, reference.size());
+      const auto ids = ours->encode(line);
+      EXPECT_EQ(nlohmann::json(ids), reference[n]) << "line " << n + 1 << ": " << line;
+      tokens += ids.size();
+    }
+    EXPECT_EQ(n, reference.size());
+    EXPECT_GT(n, 1000u) << "a few thousand lines of real text";
+    EXPECT_LT(tokens, text.size() * 2 / 3) << "the merges apply (one token per byte without them)";
+  };
+  compare(dir / "py");
+  std::filesystem::create_directories(dir / "zoo");
+  ours->save(dir / "zoo");  // tokenizer.json beside vocab.json and merges.txt
+  std::filesystem::remove(dir / "zoo/vocab.json");
+  std::filesystem::remove(dir / "zoo/merges.txt");
+  compare(dir / "zoo");
+  EXPECT_EQ(load_tokenizer(dir / "zoo")->fingerprint(), ours->fingerprint());
+
+  // Another kind of model in tokenizer.json is named, not misread.
+  auto other = nlohmann::json::parse(test::read_file(dir / "py/tokenizer.json"));
+  other["model"]["type"] = "Unigram";
+  test::write_file(dir / "py/tokenizer.json", other.dump());
+  try {
+    load_tokenizer(dir / "py");
+    FAIL() << "a Unigram tokenizer.json was read as BPE";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("zoo reads byte-level BPE (GPT-2's) from tokenizer.json"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
