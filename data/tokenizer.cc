@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "data/char_tokenizer.h"
 #include "data/gpt2_bpe.h"
 #include "data/sentencepiece_tokenizer.h"
@@ -51,7 +52,16 @@ std::string detected_kind(const std::string& dir) {
   if (fs::exists(d / "tokenizer.model")) return "sentencepiece";
   if (fs::exists(d / "char_vocab.json")) return "char";
   if (fs::exists(d / "vocab.txt")) return "wordpiece";
-  if (fs::exists(d / "tokenizer.json")) return "gpt2";  // Gpt2Bpe::load names any other kind of model
+  if (fs::exists(d / "tokenizer.json")) {  // Hugging Face's fast tokenizer alone: its model's type
+    const std::string text = read_input_file((d / "tokenizer.json").string(), "tokenizer.json",
+                                             number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20, "set ZOO_MAX_TEXT_MIB to raise it");
+    try {
+      const auto j = nlohmann::json::parse(text);
+      if (j.contains("model") && j["model"].value("type", std::string()) == "WordPiece") return "wordpiece";
+    } catch (const nlohmann::json::exception&) {  // the loader names the file and the problem
+    }
+    return "gpt2";  // Gpt2Bpe::load names any other kind of model
+  }
   return "";
 }
 }  // namespace

@@ -7,13 +7,42 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "data/text.h"
 
 namespace fs = std::filesystem;
 
 namespace zoo::data {
 
+namespace {
+
+std::unique_ptr<WordPieceTokenizer> load_tokenizer_json(const std::string& path) {
+  const std::string text = read_input_file(path, "tokenizer.json", number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20,
+                                           "set ZOO_MAX_TEXT_MIB to raise it");
+  try {
+    const auto j = nlohmann::json::parse(text);
+    const auto& model = j.at("model");
+    if (model.value("type", std::string()) != "WordPiece" || model.value("continuing_subword_prefix", "##") != "##")
+      throw Error(cat(path, ": not a WordPiece model with \"##\" continuations"));
+    std::vector<std::string> tokens(model.at("vocab").size());
+    for (const auto& [token, id] : model.at("vocab").items()) {
+      const auto i = id.get<int64_t>();
+      if (i < 0 || i >= static_cast<int64_t>(tokens.size()) || !tokens[static_cast<size_t>(i)].empty())
+        throw Error(cat(path, ": model.vocab id ", i, " of '", token, "' is out of range or given twice"));
+      tokens[static_cast<size_t>(i)] = token;
+    }
+    const auto& norm = j.contains("normalizer") && j["normalizer"].is_object() ? j["normalizer"] : nlohmann::json::object();
+    return std::make_unique<WordPieceTokenizer>(WordPiece(std::move(tokens), norm.value("lowercase", true)));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat(path, ": malformed (", e.what(), "); expected a WordPiece model's vocab {token: id}"));
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::load(const std::string& dir) {
+  if (!fs::exists(fs::path(dir) / "vocab.txt") && fs::exists(fs::path(dir) / "tokenizer.json"))
+    return load_tokenizer_json((fs::path(dir) / "tokenizer.json").string());
   bool lower_case = true;
   const fs::path config = fs::path(dir) / "tokenizer_config.json";
   if (std::ifstream in(config); in) {
@@ -44,8 +73,43 @@ std::string WordPieceTokenizer::decode(const std::vector<int64_t>& ids) const {
   return out;
 }
 
+nlohmann::json WordPieceTokenizer::tokenizer_json() const {
+  nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
+  for (int64_t id = 0; id < wordpiece_.size(); ++id) {
+    const std::string& t = wordpiece_.token(id);
+    vocab[t] = id;
+    if (t.size() > 2 && t.front() == '[' && t.back() == ']')
+      added.push_back({{"id", id}, {"content", t}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+                       {"normalized", false}, {"special", true}});
+  }
+  auto special = [&](const std::string& t) {
+    const int64_t id = wordpiece_.id(t);
+    return nlohmann::json{{"id", t}, {"ids", {id}}, {"tokens", {t}}};
+  };
+  auto piece = [](const char* kind, const std::string& id, int type) {
+    return nlohmann::json{{kind, {{"id", id}, {"type_id", type}}}};
+  };
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", added},
+          {"normalizer", {{"type", "BertNormalizer"}, {"clean_text", true}, {"handle_chinese_chars", true},
+                          {"strip_accents", nullptr}, {"lowercase", wordpiece_.lower_case()}}},
+          {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
+          {"post_processor",
+           {{"type", "TemplateProcessing"},
+            {"single", {piece("SpecialToken", "[CLS]", 0), piece("Sequence", "A", 0), piece("SpecialToken", "[SEP]", 0)}},
+            {"pair", {piece("SpecialToken", "[CLS]", 0), piece("Sequence", "A", 0), piece("SpecialToken", "[SEP]", 0),
+                      piece("Sequence", "B", 1), piece("SpecialToken", "[SEP]", 1)}},
+            {"special_tokens", {{"[CLS]", special("[CLS]")}, {"[SEP]", special("[SEP]")}}}}},
+          {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}}},
+          {"model", {{"type", "WordPiece"}, {"unk_token", "[UNK]"}, {"continuing_subword_prefix", "##"},
+                     {"max_input_chars_per_word", 100}, {"vocab", vocab}}}};
+}
+
 void WordPieceTokenizer::save(const std::string& dir) const {
   wordpiece_.save((fs::path(dir) / "vocab.txt").string());
+  write_file_checked((fs::path(dir) / "tokenizer.json").string(), tokenizer_json().dump() + "\n");
   write_file_checked((fs::path(dir) / "tokenizer_config.json").string(),
                      nlohmann::json{{"zoo_kind", "wordpiece"},
                         {"tokenizer_class", "BertTokenizer"},

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "data/tokenizer.h"
 #include "data/wordpiece.h"
 
@@ -15,8 +17,13 @@ namespace zoo::data {
 class WordPieceTokenizer : public Tokenizer {
  public:
   explicit WordPieceTokenizer(WordPiece wordpiece) : wordpiece_(std::move(wordpiece)) {}
-  /// DIR/vocab.txt; tokenizer_config.json's do_lower_case when present (else uncased).
+  /// DIR/vocab.txt; tokenizer_config.json's do_lower_case when present (else uncased). Without
+  /// vocab.txt, Hugging Face's DIR/tokenizer.json of a WordPiece model (its vocab by id, its
+  /// BertNormalizer's lowercase).
   static std::unique_ptr<WordPieceTokenizer> load(const std::string& dir);
+  /// Hugging Face's tokenizer.json for this vocabulary (BertTokenizerFast's layout: BertNormalizer,
+  /// BertPreTokenizer, WordPiece with "##", [CLS] A [SEP] templates); save() writes it.
+  nlohmann::json tokenizer_json() const;
 
   std::string kind() const override { return "wordpiece"; }
   /// The WordPiece ids of the text (no [CLS] / [SEP]).

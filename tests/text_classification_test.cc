@@ -235,6 +235,15 @@ TEST(TextClassification, EmptyLabelFolderNoValidationAndShuffledVocabularyAreRef
   const std::string run = dir / "run";
   auto r = test::run_zoo("train --config " + cfg + " --output-dir " + run + " --set train.max_steps=2 --set train.save_steps=2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Hugging Face's tokenizer.json comes with a WordPiece run only (basic_english has no such form).
+  EXPECT_FALSE(fs::exists(run + "/checkpoint-2/tokenizer.json"));
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "wp") +
+                    " --set data.tokenizer=wordpiece --set train.max_steps=2 --set train.save_steps=2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(fs::exists(dir / "wp/checkpoint-2/tokenizer.json"));
+  const auto j = json::parse(test::read_file(dir / "wp/checkpoint-2/tokenizer.json"));
+  EXPECT_EQ(j["model"]["type"], "WordPiece");
+  EXPECT_EQ(j["model"]["vocab"].size(), 5u + 1 + kGood.size() + kBad.size() + kNeutral.size());
 
   r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "novalid") + " --set data.valid_size=0");
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -6,9 +6,11 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "data/tokenizer.h"
+#include "data/wordpiece_tokenizer.h"
 #include "data/wordpiece_trainer.h"
 #include "test_util.h"
 
@@ -138,6 +140,35 @@ TEST(WordPieceTraining, BadInputIsNamed) {
   }
   o.vocab_size = 10;  // fewer than the alphabet
   EXPECT_THROW(learn_wordpiece({dir / "ok.txt"}, o), Error);
+}
+
+// Hugging Face's tokenizer.json (BertTokenizerFast's): zoo writes it beside vocab.txt, and a
+// directory holding it alone loads as the same WordPiece (vocabulary by id, the normalizer's
+// lowercase), with the same ids; its template frames a text as [CLS] A [SEP].
+TEST(WordPiece, TokenizerJsonIsWrittenAndReadAlone) {
+  test::TempDir dir;
+  for (bool lower : {true, false}) {
+    const std::string out = dir / (lower ? "uncased" : "cased");
+    std::filesystem::create_directories(out);
+    WordPieceTokenizer(WordPiece(vocab(), lower)).save(out);
+    const auto j = nlohmann::json::parse(test::read_file(out + "/tokenizer.json"));
+    EXPECT_EQ(j["model"]["type"], "WordPiece");
+    EXPECT_EQ(j["model"]["vocab"]["##believ"], 9);
+    EXPECT_EQ(j["normalizer"]["lowercase"], lower);
+    EXPECT_EQ(j["post_processor"]["single"][0]["SpecialToken"]["id"], "[CLS]");
+    EXPECT_EQ(j["post_processor"]["special_tokens"]["[SEP]"]["ids"][0], 3);
+    std::filesystem::remove(out + "/vocab.txt");
+    std::filesystem::remove(out + "/tokenizer_config.json");
+    auto back = load_tokenizer(out);
+    ASSERT_EQ(back->kind(), "wordpiece");
+    EXPECT_EQ(back->fingerprint(), WordPieceTokenizer(WordPiece(vocab(), lower)).fingerprint());
+    const std::string text = "The film was unbelievable! 我喜欢 Café movies";
+    EXPECT_EQ(back->encode(text), WordPieceTokenizer(WordPiece(vocab(), lower)).encode(text)) << lower;
+  }
+  auto broken = nlohmann::json::parse(test::read_file(dir / "cased/tokenizer.json"));
+  broken["model"]["vocab"]["film"] = 5;  // "the" holds 5 too
+  test::write_file(dir / "cased/tokenizer.json", broken.dump());
+  EXPECT_THROW(load_tokenizer(dir / "cased"), Error);
 }
 
 }  // namespace

@@ -7,9 +7,11 @@
 #include <numeric>
 #include <random>
 
+#include "core/output_file.h"
 #include "core/paths.h"
 #include "data/pairs.h"
 #include "data/text.h"
+#include "data/wordpiece_tokenizer.h"
 #include "models/registry.h"
 
 namespace fs = std::filesystem;
@@ -224,6 +226,11 @@ torch::Tensor TextClassificationTask::text_probabilities(const std::vector<std::
 
 void TextClassificationTask::save_assets(const std::string& dir) const {
   vocab_->save((fs::path(dir) / kVocabFile).string());
+  // Hugging Face's fast tokenizer where it encodes as this task does (WordPiece; document
+  // 000's basic_english words have no tokenizer.json form).
+  if (data_.tokenizer == "wordpiece")
+    write_file_checked((fs::path(dir) / "tokenizer.json").string(),
+                       data::WordPieceTokenizer(*vocab_).tokenizer_json().dump() + "\n");
 }
 
 }  // namespace zoo
