@@ -159,6 +159,16 @@ TEST_F(Lora, BadTargetsAndMismatchedAdaptersAreNamed) {
                           "end in: c_attn, c_fc, c_proj"),
             std::string::npos)
       << r.output;
+  // A wrong key is refused before anything is read or written; adapters on a random model are warned of.
+  r = test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (t / "y") +
+                    " --set train.lora.rank=2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("unknown key 'train.lora.rank'; valid keys: r, alpha"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(t / "y")) << r.output;
+  r = test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (t / "z") +
+                    " --set train.lora.r=2 --set train.max_steps=1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: train.lora without train.init_from"), std::string::npos) << r.output;
   fs::copy(lora(), t / "r8", fs::copy_options::recursive);
   json c = read_json_file(t / "r8/config.json");
   c["train"]["lora"]["r"] = 8;

@@ -9,6 +9,7 @@
 #include "train/device.h"
 #include "train/distributed.h"
 #include "train/launch_env.h"
+#include "train/adapters.h"
 #include "train/memory_budget.h"
 #include "train/task_registry.h"
 #include "train/trainer.h"
@@ -85,6 +86,7 @@ int run_train(const TrainCommand& a) {
   const auto launch = detect_launch({}, train_options.ddp_backend != "auto");
   torch::Device device = resolve_device(a.device);
   if (launch && device.is_cuda() && !device.has_index()) device = torch::Device(torch::kCUDA, launch->local_rank);
+  lora_options(config);  // train.lora's keys and targets are checked before the data is read
   if (train_options.check_memory)
     check_memory_budget(estimate_training_memory(config), device, cat(a.config, ": this run"));
   const std::string out = a.output_dir.empty() ? (fs::path("runs") / fs::path(a.config).stem()).string() : a.output_dir;

@@ -170,6 +170,9 @@ void Trainer::setup_weights() {
   }
   if (!from.empty()) init_from_pretrained(*model_, from, o_.init_from_key_map, model_type());
   if (!lora_) return;
+  if (from.empty() && args_.resume_from.empty() && writer())
+    std::cerr << "zoo: warning: train.lora without train.init_from: the adapters train on a frozen, randomly "
+                 "initialised model; give the pretrained model with --init-from DIR" << std::endl;
   attach_lora(*model_, *lora_);
   if (adapter) {
     load_adapter(*model_, adapter_base_, *lora_);
