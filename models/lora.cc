@@ -1,5 +1,6 @@
 #include "models/lora.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -59,6 +60,9 @@ std::vector<std::string> add_lora(torch::nn::Module& model, const LoraOptions& o
     for (const auto& t : o.target_modules) hit = hit || matches(item.key(), t);
     if (!hit || under(item.key() + ".", modules_to_save)) continue;
     const int64_t in = linear->weight.size(1), out = linear->weight.size(0);
+    if (o.r > std::min(in, out))  // a larger rank adds nothing, and a hostile one would exhaust memory
+      throw Error(cat("train.lora.r (", o.r, ") exceeds the rank of '", item.key(), "' (", out, " x ", in,
+                      "); choose r of at most ", std::min(in, out)));
     auto a = linear->register_module("lora_A", LoraFactor(in, o.r, scaling, o.dropout));
     auto b = linear->register_module("lora_B", LoraFactor(o.r, out, scaling, o.dropout));
     const double bound = 1.0 / std::sqrt(static_cast<double>(in));  // kaiming_uniform_(a=sqrt(5)), as nn.Linear and PEFT

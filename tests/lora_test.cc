@@ -169,6 +169,12 @@ TEST_F(Lora, BadTargetsAndMismatchedAdaptersAreNamed) {
                     " --set train.lora.r=2 --set train.max_steps=1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("warning: train.lora without train.init_from"), std::string::npos) << r.output;
+  r = test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (t / "huge") + " --init-from " +
+                    base() + " --set train.lora.r=1000000000000 --set train.check_memory=false");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("train.lora.r (1000000000000) exceeds the rank of 'transformer.h.0.attn.c_attn' (96 x 32)"),
+            std::string::npos)
+      << r.output;
   fs::copy(lora(), t / "r8", fs::copy_options::recursive);
   json c = read_json_file(t / "r8/config.json");
   c["train"]["lora"]["r"] = 8;
