@@ -13,23 +13,25 @@ import sys
 
 import regex
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_gpt2 import bytes_to_unicode  # noqa: E402  (encoder.py's byte-to-character map)
+
 PATTERN = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
 EOT = "<|endoftext|>"
-
-
-def bytes_to_unicode():
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, [chr(c) for c in cs]))
-
-
 BYTE = bytes_to_unicode()
+
+
+def merged(symbols, pair):
+    """The symbols with every adjacent occurrence of `pair` joined, left to right."""
+    out, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+            out.append(symbols[i] + symbols[i + 1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out
 
 
 def symbols_of(piece):
@@ -53,18 +55,11 @@ def learn(text_path, n, out_dir):
             break
         best = max(pairs.items(), key=lambda kv: (kv[1], kv[0]))[0]
         merges.append(best)
-        merged = {}
+        joined = {}
         for w, c in words.items():
-            out, i = [], 0
-            while i < len(w):
-                if i + 1 < len(w) and (w[i], w[i + 1]) == best:
-                    out.append(w[i] + w[i + 1])
-                    i += 2
-                else:
-                    out.append(w[i])
-                    i += 1
-            merged[tuple(out)] = merged.get(tuple(out), 0) + c
-        words = merged
+            key = tuple(merged(list(w), best))
+            joined[key] = joined.get(key, 0) + c
+        words = joined
     vocab = {BYTE[b]: b for b in range(256)}
     for a, b in merges:
         vocab.setdefault(a + b, len(vocab))
@@ -103,15 +98,7 @@ def bpe(symbols, ranks):
         if not candidates:
             break
         _, best = min(candidates)
-        out, i = [], 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                out.append(symbols[i] + symbols[i + 1])
-                i += 2
-            else:
-                out.append(symbols[i])
-                i += 1
-        symbols = out
+        symbols = merged(symbols, best)
     return symbols
 
 
