@@ -25,7 +25,7 @@ PACKAGES=(
   libsentencepiece-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgloo-dev
   libicu-dev zlib1g-dev libstb-dev
   dataset-fashion-mnist     # Fashion-MNIST IDX files in /usr/share/datasets/fashion-mnist
-  python3-torch python3-numpy python3-nltk python3-sentencepiece   # reference scripts used by the tests
+  python3-torch python3-numpy python3-nltk python3-sentencepiece python3-regex   # reference scripts used by the tests
   python3-pandas python3-tqdm   # document 000's BERT data preparation (tools/bench/bert_prep_bench.sh)
 )
 
