@@ -51,4 +51,8 @@ uint64_t number_from_env(const char* name, uint64_t default_value) {
   return static_cast<uint64_t>(n);
 }
 
+std::string read_text_input(const std::string& path, const std::string& what) {
+  return read_input_file(path, what, number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20, "set ZOO_MAX_TEXT_MIB to raise it");
+}
+
 }  // namespace zoo

@@ -17,6 +17,10 @@ uint64_t check_input_file(const std::string& path, const std::string& what, uint
 std::string read_input_file(const std::string& path, const std::string& what, uint64_t max_bytes,
                             const std::string& raise_with = "");
 
+/// A text input read whole (a config, a vocabulary, a text to classify) under the text cap:
+/// 64 MiB, or ZOO_MAX_TEXT_MIB.
+std::string read_text_input(const std::string& path, const std::string& what);
+
 /// The positive whole number in environment variable `name`, or `default_value` when it is
 /// unset or empty; anything else is a zoo::Error naming the variable.
 uint64_t number_from_env(const char* name, uint64_t default_value);

@@ -117,20 +117,7 @@ Gpt2Bpe::Gpt2Bpe(std::map<std::string, int64_t> vocab, std::vector<std::pair<std
   if (eos != vocab_.end()) eos_ = eos->second;
 }
 
-namespace {
-
-// Hugging Face's tokenizer.json of a byte-level BPE (GPT-2's layout): model.vocab, model.merges
-// ("a b" strings, or [a, b] pairs in newer files), the added tokens; anything but a BPE with
-// ByteLevel pre-tokenisation is refused by name.
-std::unique_ptr<Gpt2Bpe> load_tokenizer_json(const std::string& path) {
-  const std::string text = read_input_file(path, "tokenizer.json", number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20,
-                                           "set ZOO_MAX_TEXT_MIB to raise it");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(cat(path, ": malformed JSON (", e.what(), ")"));
-  }
+std::unique_ptr<Gpt2Bpe> Gpt2Bpe::from_tokenizer_json(const nlohmann::json& j, const std::string& path) {
   const auto& model = j.contains("model") && j["model"].is_object() ? j["model"] : nlohmann::json::object();
   const std::string type = model.value("type", std::string());
   const auto& pre = j.contains("pre_tokenizer") && j["pre_tokenizer"].is_object() ? j["pre_tokenizer"] : nlohmann::json();
@@ -167,12 +154,10 @@ std::unique_ptr<Gpt2Bpe> load_tokenizer_json(const std::string& path) {
   }
 }
 
-}  // namespace
-
 std::unique_ptr<Gpt2Bpe> Gpt2Bpe::load(const std::string& dir) {
   const std::string vocab_path = dir + "/vocab.json", merges_path = dir + "/merges.txt";
   if (!fs::exists(vocab_path) && !fs::exists(merges_path) && fs::exists(dir + "/tokenizer.json"))
-    return load_tokenizer_json(dir + "/tokenizer.json");
+    return from_tokenizer_json(read_tokenizer_json(dir + "/tokenizer.json"), dir + "/tokenizer.json");
   std::ifstream vin(vocab_path);
   if (!vin) throw Error(cat(vocab_path, ": missing (GPT-2 tokenizers need vocab.json and merges.txt)"));
   std::map<std::string, int64_t> vocab;

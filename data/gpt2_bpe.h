@@ -24,6 +24,10 @@ class Gpt2Bpe : public Tokenizer {
   /// Reads DIR/vocab.json and DIR/merges.txt, or, where only it exists, Hugging Face's
   /// DIR/tokenizer.json (a byte-level BPE); errors name the file (and the line).
   static std::unique_ptr<Gpt2Bpe> load(const std::string& dir);
+  /// A parsed tokenizer.json of a byte-level BPE (model.vocab, model.merges as "a b" strings or
+  /// [a, b] pairs, the added tokens); anything but BPE with ByteLevel pre-tokenisation is refused,
+  /// naming `path`.
+  static std::unique_ptr<Gpt2Bpe> from_tokenizer_json(const nlohmann::json& j, const std::string& path);
 
   std::string kind() const override { return "gpt2"; }
   std::vector<int64_t> encode(std::string_view text) const override;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/input_file.h"
 #include "data/char_tokenizer.h"
 #include "data/gpt2_bpe.h"
@@ -19,11 +20,18 @@ namespace fs = std::filesystem;
 namespace zoo::data {
 
 std::string fnv1a_hex(std::string_view bytes) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a(bytes)));
   return buf;
+}
+
+nlohmann::json read_tokenizer_json(const std::string& path) {
+  const std::string text = read_text_input(path, "tokenizer.json");
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(cat(path, ": malformed JSON (", e.what(), ")"));
+  }
 }
 
 namespace {
@@ -52,16 +60,7 @@ std::string detected_kind(const std::string& dir) {
   if (fs::exists(d / "tokenizer.model")) return "sentencepiece";
   if (fs::exists(d / "char_vocab.json")) return "char";
   if (fs::exists(d / "vocab.txt")) return "wordpiece";
-  if (fs::exists(d / "tokenizer.json")) {  // Hugging Face's fast tokenizer alone: its model's type
-    const std::string text = read_input_file((d / "tokenizer.json").string(), "tokenizer.json",
-                                             number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20, "set ZOO_MAX_TEXT_MIB to raise it");
-    try {
-      const auto j = nlohmann::json::parse(text);
-      if (j.contains("model") && j["model"].value("type", std::string()) == "WordPiece") return "wordpiece";
-    } catch (const nlohmann::json::exception&) {  // the loader names the file and the problem
-    }
-    return "gpt2";  // Gpt2Bpe::load names any other kind of model
-  }
+  if (fs::exists(d / "tokenizer.json")) return "tokenizer.json";  // Hugging Face's fast tokenizer alone
   return "";
 }
 }  // namespace
@@ -74,6 +73,13 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   if (kind == "gpt2") return Gpt2Bpe::load(dir);
   if (kind == "sentencepiece") return SentencePieceTokenizer::load((fs::path(dir) / "tokenizer.model").string());
   if (kind == "wordpiece") return WordPieceTokenizer::load(dir);
+  if (kind == "tokenizer.json") {  // read once; its model's type says which tokenizer it is
+    const std::string path = (fs::path(dir) / "tokenizer.json").string();
+    const nlohmann::json j = read_tokenizer_json(path);
+    if (j.contains("model") && j["model"].is_object() && j["model"].value("type", std::string()) == "WordPiece")
+      return WordPieceTokenizer::from_tokenizer_json(j, path);
+    return Gpt2Bpe::from_tokenizer_json(j, path);  // names any other kind of model
+  }
   if (kind.empty())
     throw Error(cat(dir, ": no tokenizer here (char_vocab.json, vocab.json + merges.txt, tokenizer.model or vocab.txt); "
                     "make one with zoo tokenizer train"));

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace zoo::data {
 
 class Tokenizer {
@@ -46,6 +48,8 @@ bool has_tokenizer(const std::string& dir);
 /// else tokenizer.model as SentencePiece; else vocab.txt as WordPiece). Missing or malformed files are zoo::Errors naming
 /// the file.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
+/// Hugging Face's tokenizer.json at `path`, read under the text cap and parsed; errors name it.
+nlohmann::json read_tokenizer_json(const std::string& path);
 
 struct TokenizerTrainOptions {
   std::string model_type = "char";  // char (native) | bpe | unigram | word (SentencePiece) | wordpiece (native)

@@ -14,13 +14,9 @@ namespace fs = std::filesystem;
 
 namespace zoo::data {
 
-namespace {
-
-std::unique_ptr<WordPieceTokenizer> load_tokenizer_json(const std::string& path) {
-  const std::string text = read_input_file(path, "tokenizer.json", number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20,
-                                           "set ZOO_MAX_TEXT_MIB to raise it");
+std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::from_tokenizer_json(const nlohmann::json& j,
+                                                                            const std::string& path) {
   try {
-    const auto j = nlohmann::json::parse(text);
     const auto& model = j.at("model");
     if (model.value("type", std::string()) != "WordPiece" || model.value("continuing_subword_prefix", "##") != "##")
       throw Error(cat(path, ": not a WordPiece model with \"##\" continuations"));
@@ -38,11 +34,10 @@ std::unique_ptr<WordPieceTokenizer> load_tokenizer_json(const std::string& path)
   }
 }
 
-}  // namespace
-
 std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::load(const std::string& dir) {
   if (!fs::exists(fs::path(dir) / "vocab.txt") && fs::exists(fs::path(dir) / "tokenizer.json"))
-    return load_tokenizer_json((fs::path(dir) / "tokenizer.json").string());
+    return from_tokenizer_json(read_tokenizer_json((fs::path(dir) / "tokenizer.json").string()),
+                               (fs::path(dir) / "tokenizer.json").string());
   bool lower_case = true;
   const fs::path config = fs::path(dir) / "tokenizer_config.json";
   if (std::ifstream in(config); in) {

@@ -21,6 +21,9 @@ class WordPieceTokenizer : public Tokenizer {
   /// vocab.txt, Hugging Face's DIR/tokenizer.json of a WordPiece model (its vocab by id, its
   /// BertNormalizer's lowercase).
   static std::unique_ptr<WordPieceTokenizer> load(const std::string& dir);
+  /// A parsed tokenizer.json of a WordPiece model (vocab by id, the normalizer's lowercase),
+  /// errors naming `path`.
+  static std::unique_ptr<WordPieceTokenizer> from_tokenizer_json(const nlohmann::json& j, const std::string& path);
   /// Hugging Face's tokenizer.json for this vocabulary (BertTokenizerFast's layout: BertNormalizer,
   /// BertPreTokenizer, WordPiece with "##", [CLS] A [SEP] templates); save() writes it.
   nlohmann::json tokenizer_json() const;

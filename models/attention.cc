@@ -99,7 +99,6 @@ double lowest(torch::Dtype dtype) {
 void add_adapters(const torch::Tensor& x, const std::vector<torch::nn::Linear>& layers,
                   std::vector<torch::Tensor>& parts) {
   for (size_t i = 0; i < layers.size(); ++i) {
-    if (layers[i]->children().empty()) continue;
     const auto delta = lora_delta(x, *layers[i]);
     if (delta.defined()) parts[i] = parts[i] + delta;
   }

@@ -33,8 +33,12 @@ LoraFactorImpl::LoraFactorImpl(int64_t in, int64_t out, double scaling_, double 
 }
 
 torch::Tensor lora_delta(const torch::Tensor& x, const torch::nn::Module& layer) {
-  const LoraFactorImpl* a = factor(layer, "lora_A");
-  const LoraFactorImpl* b = factor(layer, "lora_B");
+  // On every projection: one look at the children, no names copied (add_lora registers
+  // lora_A, then lora_B; a Linear has no other children).
+  const auto children = layer.children();
+  if (children.size() != 2) return {};
+  const auto* a = dynamic_cast<const LoraFactorImpl*>(children[0].get());
+  const auto* b = dynamic_cast<const LoraFactorImpl*>(children[1].get());
   if (!a || !b) return {};
   const auto h = a->dropout > 0 && layer.is_training() ? torch::dropout(x, a->dropout, /*train=*/true) : x;
   return h.matmul(a->weight.t()).matmul(b->weight.t()).mul(a->scaling);

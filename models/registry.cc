@@ -419,8 +419,9 @@ auto built_or_named(const json& section, Build build) {
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     if (what.find("allocate") == std::string::npos) throw;
-    throw Error(cat("config: the ", model_type_of(section), " model of ", model_size(section).keys,
-                    " (about ", model_size(section).parameters, " parameters) does not fit in memory: ",
+    const ModelSize size = model_size(section);
+    throw Error(cat("config: the ", model_type_of(section), " model of ", size.keys, " (about ", size.parameters,
+                    " parameters) does not fit in memory: ",
                     what.substr(0, what.find('\n')), "; make those fields smaller"));
   }
 }

@@ -23,7 +23,7 @@ struct ClassifyArgs {
 };
 
 std::string read_file_text(const std::string& path) {
-  return read_input_file(path, "text", number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20, "set ZOO_MAX_TEXT_MIB to raise it");
+  return read_text_input(path, "text");
 }
 
 // Prints NAME<TAB>label<TAB>probability (the top k) per row of `probs`.

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <set>
 
 #include "core/error.h"
 #include "train/checkpoint.h"
@@ -94,23 +93,8 @@ void load_adapter(torch::nn::Module& model, const std::string& dir, const models
   const std::string path = (fs::path(dir) / kAdapterWeights).string();
   auto file = safetensors::load(path);
   check_finite(path, file.tensors);
-  torch::NoGradGuard no_grad;
-  std::set<std::string> used;
-  for (auto& [name, target] : models::lora_tensors(model, o.modules_to_save)) {
-    const auto it = file.tensors.find(kPeftPrefix + name);
-    if (it == file.tensors.end())
-      throw Error(cat(path, ": missing tensor '", kPeftPrefix, name, "' (the adapter does not match train.lora)"));
-    if (it->second.sizes() != target.sizes())
-      throw Error(cat(path, ": tensor '", it->first, "' has shape ", it->second.sizes(), " but the adapter expects ",
-                      target.sizes(), " (a different r or base model)"));
-    if (!it->second.is_floating_point())
-      throw Error(cat(path, ": tensor '", it->first, "' is stored as ", it->second.scalar_type(), ", not floats"));
-    target.copy_(it->second.to(target.dtype()));
-    used.insert(it->first);
-  }
-  for (const auto& [name, _] : file.tensors)
-    if (!used.count(name))
-      throw Error(cat(path, ": unexpected tensor '", name, "' that the adapter of this model does not have"));
+  copy_tensors(path, file.tensors, models::lora_tensors(model, o.modules_to_save),
+               TensorSet{kPeftPrefix, "the adapter", "the adapter does not match train.lora", "a different r or base model"});
 }
 
 bool is_adapter_dir(const std::string& dir) {

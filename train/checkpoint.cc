@@ -14,9 +14,9 @@
 #include <map>
 #include <set>
 
-#include "core/hash.h"
 #include "core/input_file.h"
 #include "core/output_file.h"
+#include "data/tokenizer.h"
 #include "models/lora.h"
 #include "models/registry.h"
 #include "train/safetensors.h"
@@ -196,26 +196,29 @@ void check_dtype(const std::string& path, const std::string& name, const torch::
 }
 }  // namespace
 
-void load_model(torch::nn::Module& model, const std::string& path, const std::string& model_type) {
-  auto file = load_converted(path, model_type);
+void copy_tensors(const std::string& path, const std::map<std::string, torch::Tensor>& file,
+                  const std::vector<std::pair<std::string, torch::Tensor>>& targets, const TensorSet& set) {
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
-  for (auto& [name, target] : state_dict(model)) {
-    auto it = file.tensors.find(name);
-    if (it == file.tensors.end())
-      throw Error(cat(path, ": missing tensor '", name, "' (the checkpoint does not match this model's config)"));
+  for (const auto& [target_name, target] : targets) {
+    const std::string name = set.prefix + target_name;
+    auto it = file.find(name);
+    if (it == file.end()) throw Error(cat(path, ": missing tensor '", name, "' (", set.missing_hint, ")"));
     if (it->second.sizes() != target.sizes())
-      throw Error(cat(path, ": tensor '", name, "' has shape ", it->second.sizes(), " but the model expects ",
-                      target.sizes(), " (config and weights disagree)"));
+      throw Error(cat(path, ": tensor '", name, "' has shape ", it->second.sizes(), " but ", set.owner, " expects ",
+                      target.sizes(), " (", set.shape_hint, ")"));
     check_dtype(path, name, it->second, target);
-    target.copy_(it->second.to(target.dtype()));
+    torch::Tensor(target).copy_(it->second.to(target.dtype()));
     used.insert(name);
   }
-  for (const auto& [name, _] : file.tensors) {
+  for (const auto& [name, _] : file)
     if (!used.count(name))
-      throw Error(cat(path, ": unexpected tensor '", name, "' that this model does not have (",
-                      file.tensors.size(), " in file, ", used.size(), " in the model)"));
-  }
+      throw Error(cat(path, ": unexpected tensor '", name, "' that ", set.owner, " does not have (", file.size(),
+                      " in file, ", used.size(), " in ", set.owner, ")"));
+}
+
+void load_model(torch::nn::Module& model, const std::string& path, const std::string& model_type) {
+  copy_tensors(path, load_converted(path, model_type).tensors, state_dict(model), TensorSet{});
 }
 
 namespace {
@@ -344,13 +347,7 @@ std::set<std::string> file_names(const std::string& dir) {
 }
 
 namespace {
-std::string file_fingerprint(const std::string& path) {
-  const std::string bytes = read_input_file(path, "checkpoint asset", number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20,
-                                            "set ZOO_MAX_TEXT_MIB to raise it");
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(bytes)));
-  return hex;
-}
+std::string file_fingerprint(const std::string& path) { return data::fnv1a_hex(read_text_input(path, "checkpoint asset")); }
 }  // namespace
 
 json asset_fingerprints(const std::string& dir, const std::set<std::string>& before) {

@@ -41,6 +41,18 @@ std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::M
 /// `max_shard_bytes` (> 0) as shards beside `path` (save_weights).
 void save_model(const torch::nn::Module& model, const std::string& path, const json& config,
                 uint64_t max_shard_bytes = 0);
+/// How copy_tensors() names the tensors it fills and what its errors suggest.
+struct TensorSet {
+  std::string prefix;             // the file's names are prefix + the targets' names
+  std::string owner = "the model";
+  std::string missing_hint = "the checkpoint does not match this model's config";
+  std::string shape_hint = "config and weights disagree";
+};
+/// Copies `file`'s tensors into `targets` strictly: each target present with its shape, a dtype
+/// change only between float widths (check_dtype), no tensor of the file left over; errors name
+/// `path` and the tensor.
+void copy_tensors(const std::string& path, const std::map<std::string, torch::Tensor>& file,
+                  const std::vector<std::pair<std::string, torch::Tensor>>& targets, const TensorSet& set);
 /// Loads a safetensors state dict into `model`. Every key of the model must be present with
 /// the same shape; extra keys are an error (strict). Floating-point widths are converted
 /// (fp16/bf16/fp32/fp64); any other change of dtype (an integer tensor where the model holds

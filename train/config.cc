@@ -46,8 +46,7 @@ json read_json_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw Error(cat(path, ": no such file"));
   if (std::filesystem::is_directory(path, ec)) throw Error(cat(path, ": is a directory, expected a JSON file"));
-  const std::string text = read_input_file(path, "JSON file", number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20,
-                                           "set ZOO_MAX_TEXT_MIB to raise it");
+  const std::string text = read_text_input(path, "JSON file");
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {

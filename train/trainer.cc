@@ -157,16 +157,16 @@ void Trainer::enable_gradient_checkpointing() {
 void Trainer::setup_weights() {
   lora_ = lora_options(config_);
   std::string from = args_.resume_from.empty() ? model_dir(o_.init_from) : "";
-  const bool adapter = !from.empty() && is_adapter_dir(from);
-  if (adapter) {
-    auto options = read_adapter_config(from, &adapter_base_);
-    if (adapter_base_.empty())
-      throw Error(cat(from, "/", kAdapterConfig, ": no base_model_name_or_path; fine-tune its base with "
+  std::string adapter_dir;
+  if (!from.empty() && is_adapter_dir(from)) {
+    adapter_dir = from;
+    auto options = read_adapter_config(adapter_dir, &from);  // from: the adapter's base
+    if (from.empty())
+      throw Error(cat(adapter_dir, "/", kAdapterConfig, ": no base_model_name_or_path; fine-tune its base with "
                       "--init-from BASE and train.lora instead"));
     if (options.modules_to_save.empty() && lora_) options.modules_to_save = lora_->modules_to_save;
     lora_ = options;
     config_["train"]["lora"] = to_json(options);
-    std::swap(from, adapter_base_);  // from: the base; adapter_base_: the adapter, for now
   }
   if (!from.empty()) init_from_pretrained(*model_, from, o_.init_from_key_map, model_type());
   if (!lora_) return;
@@ -174,12 +174,8 @@ void Trainer::setup_weights() {
     std::cerr << "zoo: warning: train.lora without train.init_from: the adapters train on a frozen, randomly "
                  "initialised model; give the pretrained model with --init-from DIR" << std::endl;
   attach_lora(*model_, *lora_);
-  if (adapter) {
-    load_adapter(*model_, adapter_base_, *lora_);
-    adapter_base_ = from;
-  } else if (!o_.init_from.empty()) {
-    adapter_base_ = o_.init_from;
-  }
+  if (!adapter_dir.empty()) load_adapter(*model_, adapter_dir, *lora_);
+  adapter_base_ = adapter_dir.empty() ? o_.init_from : from;
 }
 
 void Trainer::restore(const std::string& from) {

@@ -55,7 +55,6 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
 /// A layer's product, plus its LoRA adapter when it has one (models/lora.h).
 inline torch::Tensor linear(const torch::Tensor& x, const torch::nn::Linear& layer) {
   auto y = linear(x, layer->weight, layer->bias);
-  if (layer->children().empty()) return y;
   const auto delta = lora_delta(x, *layer);
   return delta.defined() ? y + delta : y;
 }
