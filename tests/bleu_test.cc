@@ -97,6 +97,23 @@ TEST(Bleu, MatchesNltkOnFixture) {
   EXPECT_NEAR(corpus_bleu(h, g).score, 100.0 * run_bleu_ref(h, g)["bleu"].get<double>(), 1e-6);
 }
 
+// Data-parallel evaluation adds up each part's statistics (as metric sums) and scores once:
+// the score of the whole corpus, exactly.
+TEST(Bleu, StatisticsOfPartsAddUpToTheCorpusScore) {
+  std::map<std::string, double> sums;
+  for (size_t start = 0; start < kHyps.size(); start += 5) {
+    const size_t end = std::min(kHyps.size(), start + 5);
+    add_bleu_sums(bleu_statistics({kHyps.begin() + start, kHyps.begin() + end}, {kRefs.begin() + start, kRefs.begin() + end}),
+                  "bleu_", sums);
+  }
+  const BleuResult whole = corpus_bleu(kHyps, kRefs), parts = bleu_score(bleu_from_sums(sums, "bleu_"));
+  EXPECT_GT(whole.score, 0.0);
+  EXPECT_EQ(parts.score, whole.score);
+  EXPECT_EQ(parts.correct, whole.correct);
+  EXPECT_EQ(parts.sys_len, whole.sys_len);
+  EXPECT_NE(bleu_score(bleu_statistics({kHyps[0]}, {kRefs[0]})).score, whole.score);  // a part alone differs
+}
+
 TEST(Bleu, TokenizerMatchesPythonRegexes) {
   const std::vector<std::string> lines = {
       "It's 3.5-4, (a) test.",

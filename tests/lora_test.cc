@@ -135,7 +135,7 @@ TEST_F(Lora, AnExportedAdapterContinuesOnItsBaseAndResumes) {
 // the first block's input needs no gradient, which must not leave the adapters untrained.
 TEST_F(Lora, GradientCheckpointingTrainsTheSameAdapters) {
   test::TempDir t;
-  for (const std::string& on : {"false", "true"}) {
+  for (const std::string on : {"false", "true"}) {
     auto r = test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (t / on) + " --init-from " +
                            base() + " --set train.max_steps=3 --set train.save_steps=3 --set train.learning_rate=0.02" +
                            " --set 'train.lora={\"r\": 4, \"alpha\": 8}' --set train.gradient_checkpointing=" + on);
@@ -146,7 +146,9 @@ TEST_F(Lora, GradientCheckpointingTrainsTheSameAdapters) {
   ASSERT_EQ(plain.size(), recomputed.size());
   for (const auto& [name, tensor] : plain) {
     EXPECT_LE((tensor - recomputed.at(name)).abs().max().item<double>(), 1e-6) << name;
-    if (name.find("lora_B") != std::string::npos) EXPECT_GT(tensor.abs().max().item<double>(), 0.0) << name;
+    if (name.find("lora_B") != std::string::npos) {
+      EXPECT_GT(tensor.abs().max().item<double>(), 0.0) << name;
+    }
   }
 }
 

@@ -118,7 +118,7 @@ TEST(Trainer, WeightAverageCheckpointsAndResumesExactly) {
   // The evaluation recorded in the checkpoint is that of the average, as `zoo eval` sees it.
   const json recorded = read_json_file(ckpt + "/trainer_state.json").at("eval_metrics");
   auto reloaded = load_task(ckpt, {}, torch::Device(torch::kCPU));
-  const Metrics m = reloaded->evaluate("valid", 64, torch::Device(torch::kCPU));
+  const Metrics m = evaluate(*reloaded, "valid", 64, torch::Device(torch::kCPU));
   EXPECT_NEAR(m.at("loss"), recorded.at("loss").get<double>(), 1e-6);
 
   json off = config;
@@ -154,7 +154,9 @@ class NanTask : public Task {
     auto l = net_->forward(b.tensors[0]).pow(2).mean();
     return ++calls_ >= nan_at_ ? l * std::numeric_limits<float>::quiet_NaN() : l;
   }
-  Metrics evaluate(const std::string&, int64_t, const torch::Device&) override { return {{"loss", 1.0}}; }
+  std::vector<std::vector<int64_t>> eval_plan(const std::string&, int64_t) override { return {{0}}; }
+  Batch make_eval_batch(const std::string&, const std::vector<int64_t>&) const override { return Batch{{}, 1, 0}; }
+  Metrics eval_sums(const std::string&, const Batch&) override { return {{"loss", 1.0}}; }
 
  private:
   int64_t nan_at_, calls_ = 0;
@@ -200,7 +202,9 @@ class LinearTask : public Task {
   Loss loss(const Batch& b) override {
     return (net_->forward(b.tensors[0]).squeeze(1) - b.tensors[1]).pow(2).mean();
   }
-  Metrics evaluate(const std::string&, int64_t, const torch::Device&) override {
+  std::vector<std::vector<int64_t>> eval_plan(const std::string&, int64_t) override { return {{0}}; }
+  Batch make_eval_batch(const std::string&, const std::vector<int64_t>&) const override { return Batch{{}, 1, 0}; }
+  Metrics eval_sums(const std::string&, const Batch&) override {  // one batch: one call per evaluation
     ++evals;
     return {{"loss", evals == 1 ? 1.0 : 2.0}};
   }
@@ -674,7 +678,7 @@ class TwoPartTask : public LinearTask {
     auto squared = err.pow(2).mean(), absolute = err.abs().mean();
     return {squared + absolute, {{"squared", squared}, {"absolute", absolute}}};
   }
-  Metrics evaluate(const std::string&, int64_t, const torch::Device&) override {
+  Metrics eval_sums(const std::string&, const Batch&) override {
     eval_saw_training = eval_saw_training || net_->is_training();
     eval_saw_grad = eval_saw_grad || torch::GradMode::is_enabled();
     eval_dtype = net_->forward(torch::ones({2, 3})).scalar_type();

@@ -271,7 +271,7 @@ TEST(ImageClassification, TestTimeHflipAveragesTheProbabilitiesOfTheImageAndItsM
     for (auto& p : ic->vit()->parameters()) p.add_(torch::randn_like(p) * 0.5);
   }
   const torch::Device cpu(torch::kCPU);
-  const Metrics m = task->evaluate("test", 5, cpu);  // batch 5: a short last batch
+  const Metrics m = evaluate(*task, "test", 5, cpu);  // batch 5: a short last batch
   // By hand, from the two forward passes.
   auto images = data::load_mnist_like(dir.path().string(), "test", {"a", "b", "c", "d"});
   auto x = ic->preprocess(images.images);

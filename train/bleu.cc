@@ -118,8 +118,8 @@ std::string tokenize_13a(const std::string& line_in) {
   return out;
 }
 
-BleuResult corpus_bleu(const std::vector<std::string>& hypotheses,
-                       const std::vector<std::string>& references) {
+BleuResult bleu_statistics(const std::vector<std::string>& hypotheses,
+                           const std::vector<std::string>& references) {
   if (hypotheses.size() != references.size()) {
     throw Error(cat("BLEU: ", hypotheses.size(), " hypotheses but ", references.size(),
                     " references; need one reference per hypothesis"));
@@ -140,7 +140,10 @@ BleuResult corpus_bleu(const std::vector<std::string>& hypotheses,
       r.total[n - 1] += std::max<int64_t>(0, static_cast<int64_t>(hyp.size()) - n + 1);
     }
   }
+  return r;
+}
 
+BleuResult bleu_score(BleuResult r) {
   if (r.sys_len < r.ref_len) {
     r.bp = r.sys_len > 0 ? std::exp(1.0 - static_cast<double>(r.ref_len) / r.sys_len) : 0.0;
   } else {
@@ -169,6 +172,34 @@ BleuResult corpus_bleu(const std::vector<std::string>& hypotheses,
   }
   // sacreBLEU takes log(0) as -9999999999, which makes exp() of the mean 0.
   r.score = zero ? 0.0 : r.bp * std::exp(log_sum / kMaxOrder);
+  return r;
+}
+
+BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references) {
+  return bleu_score(bleu_statistics(hypotheses, references));
+}
+
+void add_bleu_sums(const BleuResult& statistics, const std::string& prefix, std::map<std::string, double>& sums) {
+  sums[prefix + "sys_len"] += static_cast<double>(statistics.sys_len);
+  sums[prefix + "ref_len"] += static_cast<double>(statistics.ref_len);
+  for (int n = 1; n <= kMaxOrder; ++n) {
+    sums[prefix + "correct_" + std::to_string(n)] += static_cast<double>(statistics.correct[n - 1]);
+    sums[prefix + "total_" + std::to_string(n)] += static_cast<double>(statistics.total[n - 1]);
+  }
+}
+
+BleuResult bleu_from_sums(const std::map<std::string, double>& sums, const std::string& prefix) {
+  const auto get = [&](const std::string& key) {
+    const auto it = sums.find(prefix + key);
+    return it == sums.end() ? int64_t{0} : static_cast<int64_t>(std::llround(it->second));
+  };
+  BleuResult r;
+  r.sys_len = get("sys_len");
+  r.ref_len = get("ref_len");
+  for (int n = 1; n <= kMaxOrder; ++n) {
+    r.correct[n - 1] = get("correct_" + std::to_string(n));
+    r.total[n - 1] = get("total_" + std::to_string(n));
+  }
   return r;
 }
 

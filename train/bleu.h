@@ -16,6 +16,7 @@
 //  * score = bp * exp(mean(log precision_n)), on a 0..100 scale.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,18 @@ struct BleuResult {
 /// follows; around '-' after a digit; then collapses whitespace.
 /// "It's 3.5-4, (a) test." -> "It's 3.5 - 4 , ( a ) test ."  Throws zoo::Error on invalid UTF-8.
 std::string tokenize_13a(const std::string& line);
+
+/// The statistics BLEU is computed from (sys_len, ref_len, correct, total), which add up over
+/// the parts of a corpus; score, precisions and bp are left 0. Throws as corpus_bleu.
+BleuResult bleu_statistics(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references);
+
+/// `statistics` (summed over a corpus's parts) with score, precisions and bp computed.
+BleuResult bleu_score(BleuResult statistics);
+
+/// The statistics as evaluation sums named prefix + "sys_len", "ref_len", "correct_1".. "correct_4",
+/// "total_1".. "total_4", added to `sums`; and read back (0 where a key is absent).
+void add_bleu_sums(const BleuResult& statistics, const std::string& prefix, std::map<std::string, double>& sums);
+BleuResult bleu_from_sums(const std::map<std::string, double>& sums, const std::string& prefix);
 
 /// Corpus BLEU of `hypotheses` against one reference each (raw, untokenised text). Throws
 /// zoo::Error when the two lists differ in length or a segment is not valid UTF-8.

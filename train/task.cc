@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/error.h"
 #include "train/precision.h"
 
 namespace zoo {
@@ -14,6 +15,20 @@ std::vector<std::vector<int64_t>> Task::epoch_plan(uint64_t seed, int64_t epoch,
   std::vector<std::vector<int64_t>> plan;
   for (int64_t i = 0; i < n; i += batch_size) plan.emplace_back(p + i, p + std::min(n, i + batch_size));
   return plan;
+}
+
+std::vector<std::vector<int64_t>> consecutive_batches(int64_t n, int64_t batch_size) {
+  std::vector<std::vector<int64_t>> plan;
+  for (int64_t i = 0; i < n; i += batch_size) {
+    plan.emplace_back();
+    for (int64_t j = i; j < std::min(n, i + batch_size); ++j) plan.back().push_back(j);
+  }
+  return plan;
+}
+
+void check_eval_split(const std::string& loaded, const std::string& asked) {
+  if (loaded != asked)
+    throw std::logic_error(cat("make_eval_batch(\"", asked, "\") after eval_plan(\"", loaded, "\")"));
 }
 
 namespace {
@@ -37,15 +52,26 @@ auto in_eval_mode(Task& task, const torch::Device& device, const std::string& pr
 
 }  // namespace
 
-Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
-                 const std::string& precision) {
-  return in_eval_mode(task, device, precision, [&] { return task.evaluate(split, batch_size, device); });
+Metrics evaluation_sums(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
+                        int64_t shard, int64_t shards, const std::string& precision) {
+  return in_eval_mode(task, device, precision, [&] {
+    const auto plan = task.eval_plan(split, batch_size);
+    int64_t examples = 0;
+    for (const auto& b : plan) examples += static_cast<int64_t>(b.size());
+    if (examples == 0) throw Error(cat("the ", split, " split has no examples to evaluate"));
+    Metrics sums;
+    for (size_t i = static_cast<size_t>(shard); i < plan.size(); i += static_cast<size_t>(shards)) {
+      Batch batch = task.make_eval_batch(split, plan[i]);
+      batch.examples = plan[i];
+      for (const auto& [key, value] : task.eval_sums(split, batch.to(device))) sums[key] += value;
+    }
+    return sums;
+  });
 }
 
-std::optional<Metrics> evaluation_sums(Task& task, const std::string& split, int64_t batch_size,
-                                       const torch::Device& device, int64_t shard, int64_t shards,
-                                       const std::string& precision) {
-  return in_eval_mode(task, device, precision, [&] { return task.evaluation_sums(split, batch_size, device, shard, shards); });
+Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
+                 const std::string& precision) {
+  return task.metrics_from_sums(evaluation_sums(task, split, batch_size, device, 0, 1, precision));
 }
 
 }  // namespace zoo

@@ -24,14 +24,17 @@ struct Batch {
   /// Per-batch seed (from make_train_batch) for randomness inside the loss, e.g. teacher
   /// forcing, so that it is reproducible across resume without touching global RNGs.
   uint64_t seed = 0;
+  /// In evaluation, the split's example numbers of the rows (set by zoo::evaluation_sums).
+  std::vector<int64_t> examples = {};
   Batch to(const torch::Device& device) const {
-    Batch b{{}, size, seed};
+    Batch b{{}, size, seed, examples};
     for (const auto& t : tensors) b.tensors.push_back(t.to(device, /*non_blocking=*/true));
     return b;
   }
   /// Examples [start, start + length) of every tensor (all batch-first), same seed.
   Batch narrow(int64_t start, int64_t length) const {
-    Batch b{{}, length, seed};
+    Batch b{{}, length, seed, {}};
+    if (!examples.empty()) b.examples.assign(examples.begin() + start, examples.begin() + start + length);
     for (const auto& t : tensors) b.tensors.push_back(t.narrow(0, start, length));
     return b;
   }
@@ -100,20 +103,16 @@ class Task {
   /// Batch::seed), so that train.cuda_graphs may capture it once and replay it. Default: no.
   virtual bool graphable() const { return false; }
 
-  /// Metrics on a split ("valid" during training, "valid"/"test" from `zoo eval`), always
-  /// including "loss". Callers go through zoo::evaluate(), which puts the model in eval mode
-  /// with gradients off (and back into the mode it was in afterwards).
-  virtual Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) = 0;
-  /// Data-parallel evaluation: the sums behind evaluate()'s metrics over this process's
-  /// part (`shard` of `shards`) of the split, which the trainer adds up over the processes and
-  /// hands to metrics_from_sums(). Null when the task's metrics are not sums (e.g. corpus
-  /// BLEU): then every process evaluates the whole split.
-  virtual std::optional<Metrics> evaluation_sums(const std::string& /*split*/, int64_t /*batch_size*/,
-                                                 const torch::Device& /*device*/, int64_t /*shard*/,
-                                                 int64_t /*shards*/) {
-    return std::nullopt;
-  }
-  /// The metrics of sums added up over the shards of a split (see evaluation_sums).
+  /// Evaluation is one loop, the trainer's (zoo::evaluation_sums), over what the task gives:
+  /// the batches of a split ("valid" during training, "valid"/"test" from `zoo eval`), each a
+  /// list of the split's example numbers, deterministic (the task loads the split here);
+  virtual std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) = 0;
+  /// the batch of those examples, on the CPU (the loop sets Batch::examples);
+  virtual Batch make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const = 0;
+  /// the sums behind the metrics for one batch on the model's device (loss sums, counts,
+  /// n-gram statistics), which add up over batches and over data-parallel processes;
+  virtual Metrics eval_sums(const std::string& split, const Batch& batch) = 0;
+  /// and the metrics of a split's sums, always including "loss".
   virtual Metrics metrics_from_sums(const Metrics& sums) const { return sums; }
   /// The split `zoo eval` evaluates when none is given.
   virtual std::string default_eval_split() const { return "test"; }
@@ -147,15 +146,24 @@ class Task {
   TaskContext context_;
 };
 
-/// task.evaluate(...) with the model in eval mode and gradients off, and under bf16 (fp16)
-/// autocast when `precision` is "bf16" ("fp16"; the resolved train.precision: the forward
-/// passes then run as in training); the model's mode is restored afterwards.
+/// Batches of consecutive examples 0..n-1, `batch_size` each (the last may be short): the
+/// evaluation plan of a task whose examples need no ordering.
+std::vector<std::vector<int64_t>> consecutive_batches(int64_t n, int64_t batch_size);
+
+/// Throws (a bug, not user input) unless make_eval_batch() is asked for the split that
+/// eval_plan() loaded last.
+void check_eval_split(const std::string& loaded, const std::string& asked);
+
+/// The sums of task.eval_sums() over the batches of `split` that are this process's (`shard`
+/// of `shards`: every shards-th batch of the plan, from the shard-th), with the model in eval
+/// mode and gradients off, and under bf16 (fp16) autocast when `precision` is "bf16" ("fp16";
+/// the resolved train.precision: the forward passes then run as in training); the model's mode
+/// is restored afterwards. Throws zoo::Error when the split has no examples.
+Metrics evaluation_sums(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
+                        int64_t shard = 0, int64_t shards = 1, const std::string& precision = "fp32");
+
+/// The metrics of a whole split on one process: task.metrics_from_sums(evaluation_sums(...)).
 Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
                  const std::string& precision = "fp32");
-
-/// task.evaluation_sums(...) under the same conditions as evaluate().
-std::optional<Metrics> evaluation_sums(Task& task, const std::string& split, int64_t batch_size,
-                                       const torch::Device& device, int64_t shard, int64_t shards,
-                                       const std::string& precision = "fp32");
 
 }  // namespace zoo

@@ -1,9 +1,11 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <sstream>
 
 #include "core/hash.h"
 #include "models/recompute.h"
@@ -486,19 +488,26 @@ TrainResult Trainer::run() {
 Metrics Trainer::evaluate_split(const std::string& split) {
   const int64_t batch = o_.per_device_eval_batch_size;
   if (!args_.collective) return zoo::evaluate(task_, split, batch, args_.device, precision_);
-  // Data parallel: each process evaluates its part and the sums are added up; a task whose
-  // metrics are not sums is evaluated whole by every process (same weights, same metrics).
-  auto sums = zoo::evaluation_sums(task_, split, batch, args_.device, rank(), world(), precision_);
-  std::vector<double> have{sums ? 1.0 : 0.0};
-  args_.collective->sum(have);
-  if (have[0] == 0) return zoo::evaluate(task_, split, batch, args_.device, precision_);
-  if (have[0] != world()) throw Error("data parallel: the processes disagree on how to evaluate (different zoo builds?)");
+  // Data parallel: each process evaluates its batches and the sums are added up. A process
+  // with no batch has no keys, so the keys are first agreed on (all processes' together).
+  Metrics sums = zoo::evaluation_sums(task_, split, batch, args_.device, rank(), world(), precision_);
+  std::string mine;
+  for (const auto& kv : sums) mine += kv.first + '\n';
+  std::vector<double> lengths(static_cast<size_t>(world()), 0.0);  // gather() takes equal lengths
+  lengths[static_cast<size_t>(rank())] = static_cast<double>(mine.size());
+  args_.collective->sum(lengths);
+  mine.resize(static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end())), '\n');
+  for (const auto& keys : args_.collective->gather(mine)) {
+    std::istringstream in(keys);
+    for (std::string key; std::getline(in, key);)
+      if (!key.empty()) sums.emplace(key, 0.0);
+  }
   std::vector<double> values;
-  for (const auto& kv : *sums) values.push_back(kv.second);
+  for (const auto& kv : sums) values.push_back(kv.second);
   args_.collective->sum(values);
   size_t i = 0;
-  for (auto& kv : *sums) kv.second = values[i++];
-  return task_.metrics_from_sums(*sums);
+  for (auto& kv : sums) kv.second = values[i++];
+  return task_.metrics_from_sums(sums);
 }
 
 bool Trainer::reduce_step(LossValues* loss, int64_t* examples, bool stop) {

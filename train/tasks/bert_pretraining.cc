@@ -144,12 +144,6 @@ Batch BertPretrainingTask::batch_of(const std::vector<int64_t>& items) const {
   return Batch{{ids, types, mask, labels, nsp}, n, 0};
 }
 
-Batch BertPretrainingTask::batch_of(int64_t first, int64_t count) const {
-  std::vector<int64_t> items(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) items[i] = first + i;
-  return batch_of(items);
-}
-
 Batch BertPretrainingTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
   Batch b = batch_of(indices);
   b.seed = seed;
@@ -203,7 +197,7 @@ Loss BertPretrainingTask::loss(const Batch& batch) {
   return Loss{mlm + nsp, {{"mlm", mlm}, {"nsp", nsp}}};
 }
 
-Metrics BertPretrainingTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {
+std::vector<std::vector<int64_t>> BertPretrainingTask::eval_plan(const std::string& split, int64_t batch_size) {
   if (split != "valid") throw Error(cat("BERT pretraining evaluates the held-out examples: --split valid, not ", split));
   if (examples_.size() == 0) {  // from a checkpoint: the same examples again (same reviews, seed, options)
     build_examples();
@@ -213,36 +207,45 @@ Metrics BertPretrainingTask::evaluate(const std::string& split, int64_t batch_si
                       " tokens): the reviews or data options differ from training, or vocab.txt does not belong to "
                       "this checkpoint"));
   }
-  const int64_t first = train_items_, n = examples_.size() - train_items_;
+  const int64_t n = examples_.size() - train_items_;
   if (n <= 0) throw Error("data.validation_fraction is 0: no held-out examples to evaluate");
-  double mlm_sum = 0, nsp_sum = 0, mlm_right = 0, nsp_right = 0, selected = 0;
-  for (int64_t s = 0; s < n; s += batch_size) {
-    const Batch b = batch_of(first + s, std::min(batch_size, n - s)).to(device);
-    const auto& t = b.tensors;
-    auto keep = t[3].ne(kIgnore);
-    auto out = model_->forward(t[0], t[1], t[2], keep);
-    const auto& logits = out.prediction_logits;
-    auto labels = t[3].index({keep});
-    mlm_sum += F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().ignore_index(kIgnore).reduction(torch::kSum))
-                   .item<double>();
-    mlm_right += logits.argmax(-1).eq(labels).sum().item<double>();
-    selected += keep.sum().item<double>();
-    nsp_sum += F::cross_entropy(out.seq_relationship_logits, t[4], F::CrossEntropyFuncOptions().reduction(torch::kSum))
-                   .item<double>();
-    nsp_right += out.seq_relationship_logits.argmax(-1).eq(t[4]).sum().item<double>();
-  }
-  const double mlm = selected > 0 ? mlm_sum / selected : 0.0, nsp = nsp_sum / static_cast<double>(n);
+  return consecutive_batches(n, batch_size);
+}
+
+Batch BertPretrainingTask::make_eval_batch(const std::string&, const std::vector<int64_t>& examples) const {
+  std::vector<int64_t> items;
+  for (int64_t e : examples) items.push_back(train_items_ + e);
+  return batch_of(items);
+}
+
+Metrics BertPretrainingTask::eval_sums(const std::string&, const Batch& batch) {
+  const auto& t = batch.tensors;
+  auto keep = t[3].ne(kIgnore);
+  auto out = model_->forward(t[0], t[1], t[2], keep);
+  const auto& logits = out.prediction_logits;
+  auto labels = t[3].index({keep});
+  const auto sum = F::CrossEntropyFuncOptions().reduction(torch::kSum);
+  return Metrics{{"mlm_loss_sum", F::cross_entropy(logits, labels, sum).item<double>()},
+                 {"mlm_correct", logits.argmax(-1).eq(labels).sum().item<double>()},
+                 {"mlm_selected", keep.sum().item<double>()},
+                 {"nsp_loss_sum", F::cross_entropy(out.seq_relationship_logits, t[4], sum).item<double>()},
+                 {"nsp_correct", out.seq_relationship_logits.argmax(-1).eq(t[4]).sum().item<double>()},
+                 {"examples", static_cast<double>(batch.size)}};
+}
+
+Metrics BertPretrainingTask::metrics_from_sums(const Metrics& sums) const {
+  const double selected = sums.at("mlm_selected"), n = sums.at("examples");
+  const double mlm = selected > 0 ? sums.at("mlm_loss_sum") / selected : 0.0;
+  const double mlm_accuracy = selected > 0 ? sums.at("mlm_correct") / selected : 0.0;
   if (!data_.next_sentence_prediction)  // the NSP head is not trained: its figures would mean nothing
-    return Metrics{{"loss", mlm},
-                   {"loss_mlm", mlm},
-                   {"mlm_accuracy", selected > 0 ? mlm_right / selected : 0.0},
-                   {"examples", static_cast<double>(n)}};
+    return Metrics{{"loss", mlm}, {"loss_mlm", mlm}, {"mlm_accuracy", mlm_accuracy}, {"examples", n}};
+  const double nsp = sums.at("nsp_loss_sum") / n;
   return Metrics{{"loss", mlm + nsp},
                  {"loss_mlm", mlm},
                  {"loss_nsp", nsp},
-                 {"mlm_accuracy", selected > 0 ? mlm_right / selected : 0.0},
-                 {"nsp_accuracy", nsp_right / static_cast<double>(n)},
-                 {"examples", static_cast<double>(n)}};
+                 {"mlm_accuracy", mlm_accuracy},
+                 {"nsp_accuracy", sums.at("nsp_correct") / n},
+                 {"examples", n}};
 }
 
 void BertPretrainingTask::save_assets(const std::string& dir) const {

@@ -89,8 +89,13 @@ class BertPretrainingTask : public Task {
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   /// MLM + NSP cross-entropy; parts "mlm" and "nsp".
   Loss loss(const Batch& batch) override;
-  /// "valid": loss, loss_mlm, loss_nsp, mlm_accuracy (on the selected tokens), nsp_accuracy, examples.
-  Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
+  /// "valid": the held-out items.
+  std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;
+  Batch make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const override;
+  Metrics eval_sums(const std::string& split, const Batch& batch) override;
+  /// loss, loss_mlm, mlm_accuracy (on the selected tokens), examples; with NSP also loss_nsp
+  /// and nsp_accuracy.
+  Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_eval_split() const override { return "valid"; }
   /// vocab.txt (one token per line, the line number is its id).
   void save_assets(const std::string& dir) const override;
@@ -99,7 +104,6 @@ class BertPretrainingTask : public Task {
 
  private:
   void build_examples();
-  Batch batch_of(int64_t first, int64_t count) const;
   Batch batch_of(const std::vector<int64_t>& items) const;
   /// data.dynamic_masking: the batch's MLM positions drawn anew from its seed.
   void remask(Batch& batch) const;

@@ -4,6 +4,7 @@
 
 #include "core/paths.h"
 #include "models/registry.h"
+#include "train/objectives.h"
 
 namespace zoo {
 
@@ -134,13 +135,7 @@ bool ImageClassificationTask::splittable() const {
   return o.hidden_dropout_prob == 0 && o.attention_probs_dropout_prob == 0;
 }
 
-Metrics ImageClassificationTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {
-  return metrics_from_sums(*evaluation_sums(split, batch_size, device, 0, 1));
-}
-
-std::optional<Metrics> ImageClassificationTask::evaluation_sums(const std::string& split, int64_t batch_size,
-                                                                const torch::Device& device, int64_t shard,
-                                                                int64_t shards) {
+std::vector<std::vector<int64_t>> ImageClassificationTask::eval_plan(const std::string& split, int64_t batch_size) {
   torch::Tensor images, labels;
   if (split == "valid") {
     if (!valid_index_.defined()) prepare_training("");
@@ -158,28 +153,23 @@ std::optional<Metrics> ImageClassificationTask::evaluation_sums(const std::strin
     images = images.narrow(0, 0, data_.max_eval_samples);
     labels = labels.narrow(0, 0, data_.max_eval_samples);
   }
-  // This shard: images [n * shard / shards, n * (shard + 1) / shards).
-  const int64_t all = images.size(0), first = all * shard / shards, n = all * (shard + 1) / shards - first;
-  double total_loss = 0;
-  int64_t correct = 0;
-  for (int64_t i = first; i < first + n; i += batch_size) {
-    const int64_t b = std::min(batch_size, first + n - i);
-    auto x = preprocess(images.narrow(0, i, b)).to(device);
-    auto y = labels.narrow(0, i, b).to(device);
-    auto logits = predict(x);
-    total_loss += torch::nn::functional::cross_entropy(
-                      logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                      .item<double>();
-    correct += logits.argmax(-1).eq(y).sum().item<int64_t>();
-  }
-  return Metrics{{"loss_sum", total_loss}, {"correct", static_cast<double>(correct)}, {"examples", static_cast<double>(n)}};
+  eval_split_ = split;
+  eval_images_ = images;
+  eval_labels_ = labels;
+  return consecutive_batches(images.size(0), batch_size);
 }
 
-Metrics ImageClassificationTask::metrics_from_sums(const Metrics& sums) const {
-  const double n = sums.at("examples");
-  return Metrics{{"loss", n ? sums.at("loss_sum") / n : 0.0},
-                 {"accuracy", n ? sums.at("correct") / n : 0.0},
-                 {"examples", n}};
+Batch ImageClassificationTask::make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const {
+  check_eval_split(eval_split_, split);
+  auto rows = torch::tensor(examples, torch::kLong);
+  return Batch{{preprocess(eval_images_.index_select(0, rows)), eval_labels_.index_select(0, rows)},
+               static_cast<int64_t>(examples.size()), 0};
 }
+
+Metrics ImageClassificationTask::eval_sums(const std::string&, const Batch& batch) {
+  return classification_sums(predict(batch.tensors[0]), batch.tensors[1]);
+}
+
+Metrics ImageClassificationTask::metrics_from_sums(const Metrics& sums) const { return classification_metrics(sums); }
 
 }  // namespace zoo

@@ -59,9 +59,9 @@ class ImageClassificationTask : public Task, public ImageClassifier {
   /// Yes unless the model uses dropout (its random draws would depend on thread timing).
   bool splittable() const override;
   bool graphable() const override { return true; }
-  Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
-  std::optional<Metrics> evaluation_sums(const std::string& split, int64_t batch_size, const torch::Device& device,
-                                         int64_t shard, int64_t shards) override;
+  std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;
+  Batch make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const override;
+  Metrics eval_sums(const std::string& split, const Batch& batch) override;
   Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_best_metric() const override { return "accuracy"; }
   ImageClassifier* image_classifier() override { return this; }
@@ -89,6 +89,8 @@ class ImageClassificationTask : public Task, public ImageClassifier {
   models::ViTForImageClassification model_{nullptr};
   std::unique_ptr<data::ImageSet> train_, test_;
   torch::Tensor train_index_, valid_index_;  // int64 indices into train_
+  std::string eval_split_;                   // the split eval_plan() last loaded:
+  torch::Tensor eval_images_, eval_labels_;  // its images (uint8) and labels
 };
 
 }  // namespace zoo

@@ -222,13 +222,7 @@ bool LanguageModelingTask::splittable() const {
   return o.resid_pdrop == 0 && o.embd_pdrop == 0 && o.attn_pdrop == 0;
 }
 
-Metrics LanguageModelingTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {
-  return metrics_from_sums(*evaluation_sums(split, batch_size, device, 0, 1));
-}
-
-std::optional<Metrics> LanguageModelingTask::evaluation_sums(const std::string& split, int64_t batch_size,
-                                                             const torch::Device& device, int64_t shard,
-                                                             int64_t shards) {
+std::vector<std::vector<int64_t>> LanguageModelingTask::eval_plan(const std::string& split, int64_t batch_size) {
   if (split != "valid" && split != "train")
     throw Error(cat("language modeling has the splits valid (the last data.validation_fraction of the stream) "
                     "and train, not '", split, "'"));
@@ -238,20 +232,30 @@ std::optional<Metrics> LanguageModelingTask::evaluation_sums(const std::string& 
   const int64_t end = split == "train" ? train_tokens_ : stream_->size();
   const int64_t available = (end - begin - 1) / t;  // consecutive windows of t + 1 overlapping by one
   if (available <= 0) throw Error(cat("the ", split, " split has fewer than ", t + 1, " tokens"));
-  const int64_t n = data_.max_eval_windows > 0 ? std::min(available, data_.max_eval_windows) : available;
-  const int64_t first = n * shard / shards, last = n * (shard + 1) / shards;  // this shard's windows
-  double total = 0;
-  for (int64_t i = first; i < last; i += batch_size) {
-    std::vector<torch::Tensor> rows;
-    for (int64_t j = i; j < std::min(last, i + batch_size); ++j) rows.push_back(window(begin + (j * available / n) * t));
-    auto ids = torch::stack(rows).to(device);
-    auto logits = model_->forward(ids.narrow(1, 0, t)).to(torch::kFloat);
-    total += torch::nn::functional::cross_entropy(
-                 logits.flatten(0, 1), ids.narrow(1, 1, t).flatten(),
-                 torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                 .item<double>();
-  }
-  return Metrics{{"loss_sum", total}, {"tokens", static_cast<double>((last - first) * t)}};
+  eval_split_ = split;
+  eval_begin_ = begin;
+  eval_available_ = available;
+  eval_windows_ = data_.max_eval_windows > 0 ? std::min(available, data_.max_eval_windows) : available;
+  return consecutive_batches(eval_windows_, batch_size);
+}
+
+Batch LanguageModelingTask::make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const {
+  check_eval_split(eval_split_, split);
+  const int64_t t = block_size();
+  std::vector<torch::Tensor> rows;
+  for (int64_t j : examples) rows.push_back(window(eval_begin_ + (j * eval_available_ / eval_windows_) * t));
+  return Batch{{torch::stack(rows)}, static_cast<int64_t>(examples.size()), 0};
+}
+
+Metrics LanguageModelingTask::eval_sums(const std::string&, const Batch& batch) {
+  const auto& ids = batch.tensors[0];
+  const int64_t t = ids.size(1) - 1;
+  auto logits = model_->forward(ids.narrow(1, 0, t)).to(torch::kFloat);
+  const double loss = torch::nn::functional::cross_entropy(
+                          logits.flatten(0, 1), ids.narrow(1, 1, t).flatten(),
+                          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                          .item<double>();
+  return Metrics{{"loss_sum", loss}, {"tokens", static_cast<double>(ids.size(0) * t)}};
 }
 
 Metrics LanguageModelingTask::metrics_from_sums(const Metrics& sums) const {

@@ -62,9 +62,9 @@ class LanguageModelingTask : public Task, public TextGenerator {
   Loss loss(const Batch& batch) override;
   bool splittable() const override;
   bool graphable() const override { return true; }
-  Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
-  std::optional<Metrics> evaluation_sums(const std::string& split, int64_t batch_size, const torch::Device& device,
-                                         int64_t shard, int64_t shards) override;
+  std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;
+  Batch make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const override;
+  Metrics eval_sums(const std::string& split, const Batch& batch) override;
   Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_eval_split() const override { return "valid"; }
   void save_assets(const std::string& dir) const override;
@@ -93,6 +93,10 @@ class LanguageModelingTask : public Task, public TextGenerator {
   models::GPT2LMHeadModel model_{nullptr};
   std::optional<data::TokenStream> stream_;
   int64_t train_tokens_ = 0;  // [0, train_tokens_) trains, the rest validates
+  // The split eval_plan() loaded last: its first token, and its evaluation windows (n of the
+  // `available` consecutive ones, evenly spread).
+  std::string eval_split_;
+  int64_t eval_begin_ = 0, eval_available_ = 0, eval_windows_ = 0;
 };
 
 }  // namespace zoo

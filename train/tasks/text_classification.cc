@@ -13,6 +13,7 @@
 #include "data/text.h"
 #include "data/wordpiece_tokenizer.h"
 #include "models/registry.h"
+#include "train/objectives.h"
 
 namespace fs = std::filesystem;
 
@@ -175,41 +176,47 @@ Loss TextClassificationTask::loss(const Batch& batch) {
   return Loss{F::cross_entropy(logits, t[2], F::CrossEntropyFuncOptions().label_smoothing(context_.label_smoothing))};
 }
 
-Metrics TextClassificationTask::evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) {
+std::vector<std::vector<int64_t>> TextClassificationTask::eval_plan(const std::string& split, int64_t batch_size) {
   if (split != "valid" && split != "test") throw Error(cat("unknown split '", split, "'; use valid or test"));
-  if (split == "valid" && valid_.empty()) prepare_training("");
-  std::vector<Example> test;
-  if (split == "test") {
+  if (split == "valid") {
+    if (valid_.empty()) prepare_training("");
+    eval_examples_ = valid_;
+  } else {
     auto texts = read("test");
     if (data_.max_eval_samples > 0) {  // a sample of every label, not the first label's files
       std::mt19937_64 rng(static_cast<uint64_t>(data_.split_seed));
       std::shuffle(texts.begin(), texts.end(), rng);
       texts.resize(std::min<size_t>(texts.size(), static_cast<size_t>(data_.max_eval_samples)));
     }
-    test = examples_of(texts);
+    eval_examples_ = examples_of(texts);
   }
-  const auto& examples = split == "valid" ? valid_ : test;
-  auto n = static_cast<int64_t>(examples.size());
-  if (data_.max_eval_samples > 0) n = std::min(n, data_.max_eval_samples);
-  if (n == 0) throw Error(cat("the ", split, " split is empty"));
-  // Batches of similar lengths: a batch is as wide as its longest review, and the metrics are
-  // sums, so the order changes nothing but the padding.
+  eval_split_ = split;
+  if (data_.max_eval_samples > 0 && data_.max_eval_samples < static_cast<int64_t>(eval_examples_.size()))
+    eval_examples_.resize(static_cast<size_t>(data_.max_eval_samples));
+  // Batches of similar lengths, longest first: a batch is as wide as its longest review, and
+  // the metrics are sums, so the order changes nothing but the padding.
+  const auto n = static_cast<int64_t>(eval_examples_.size());
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), int64_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return examples[a].ids.size() > examples[b].ids.size(); });
-  double loss_sum = 0, right = 0;
-  for (int64_t s = 0; s < n; s += batch_size) {
-    const std::vector<int64_t> idx(order.begin() + s, order.begin() + std::min(n, s + batch_size));
-    const Batch b = batch_of(examples, idx).to(device);
-    auto logits = model_->forward(b.tensors[0], {}, b.tensors[1]);
-    loss_sum += F::cross_entropy(logits, b.tensors[2], F::CrossEntropyFuncOptions().reduction(torch::kSum)).item<double>();
-    right += logits.argmax(-1).eq(b.tensors[2]).sum().item<double>();
-  }
-  return Metrics{{"loss", loss_sum / static_cast<double>(n)},
-                 {"accuracy", right / static_cast<double>(n)},
-                 {"examples", static_cast<double>(n)}};
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return eval_examples_[a].ids.size() > eval_examples_[b].ids.size();
+  });
+  std::vector<std::vector<int64_t>> plan;
+  for (int64_t s = 0; s < n; s += batch_size) plan.emplace_back(order.begin() + s, order.begin() + std::min(n, s + batch_size));
+  return plan;
 }
+
+Batch TextClassificationTask::make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const {
+  check_eval_split(eval_split_, split);
+  return batch_of(eval_examples_, examples);
+}
+
+Metrics TextClassificationTask::eval_sums(const std::string&, const Batch& batch) {
+  const auto& t = batch.tensors;
+  return classification_sums(model_->forward(t[0], {}, t[1]), t[2]);
+}
+
+Metrics TextClassificationTask::metrics_from_sums(const Metrics& sums) const { return classification_metrics(sums); }
 
 torch::Tensor TextClassificationTask::text_probabilities(const std::vector<std::string>& texts) {
   std::vector<Example> examples;

@@ -80,8 +80,13 @@ class TextClassificationTask : public Task, public TextClassifier {
   /// {input_ids, attention_mask, labels}.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   Loss loss(const Batch& batch) override;
-  /// "valid" or "test": loss, accuracy, examples.
-  Metrics evaluate(const std::string& split, int64_t batch_size, const torch::Device& device) override;
+  /// "valid" or "test", in batches of similar lengths.
+  std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;
+  Batch make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const override;
+  /// loss_sum, correct, examples.
+  Metrics eval_sums(const std::string& split, const Batch& batch) override;
+  /// loss, accuracy, examples.
+  Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_best_metric() const override { return "accuracy"; }
   void save_assets(const std::string& dir) const override;
 
@@ -105,6 +110,8 @@ class TextClassificationTask : public Task, public TextClassifier {
   std::unique_ptr<data::WordPiece> vocab_;  // the vocab.txt; also the tokenizer with data.tokenizer wordpiece
   int64_t cls_ = 0, sep_ = 0, pad_ = 0;
   std::vector<Example> train_, valid_;
+  std::string eval_split_;              // the split eval_plan() loaded last,
+  std::vector<Example> eval_examples_;  // and its examples
   models::BertForSequenceClassification model_{nullptr};
 };
 

@@ -358,67 +358,80 @@ Loss TranslationTask::loss(const Batch& batch) {
 // ---------------------------------------------------------------------------------------
 // Evaluation and inference
 
-Metrics TranslationTask::evaluate(const std::string& split, int64_t batch_size,
-                                  const torch::Device& device) {
+std::vector<std::vector<int64_t>> TranslationTask::eval_plan(const std::string& split, int64_t batch_size) {
   std::vector<data::SentencePair> pairs = eval_pairs(split);
   if (data_.max_eval_samples > 0 && data_.max_eval_samples < static_cast<int64_t>(pairs.size()))
     pairs.resize(static_cast<size_t>(data_.max_eval_samples));
   if (pairs.empty())
     throw Error(cat("the ", split, " split is empty (data.", split == "valid" ? "valid" : "test",
                     "_size is 0)", split == "valid" ? "; use --split test" : ""));
-  const auto n = static_cast<int64_t>(pairs.size());
-  std::vector<std::vector<int64_t>> sources, targets;
-  std::vector<std::string> references;
-  std::vector<int64_t> lengths;
-  for (const auto& p : pairs) {
-    sources.push_back(encode_source(p.source));
-    targets.push_back(target_vocab_.encode(target_text_.tokens(p.target)));
-    references.push_back(reference_text(p.target));
-    lengths.push_back(static_cast<int64_t>(sources.back().size()));
-  }
-
-  const models::GenerationOptions generation =
-      generation_options(data_.eval_beam_size, data_.eval_max_length);
-  std::vector<std::string> hypotheses(static_cast<size_t>(n));
-  double total_loss = 0;
-  int64_t total_tokens = 0;
-  for (const auto& batch : data::bucket_batches(lengths, batch_size, 0, /*shuffle=*/false)) {
-    std::vector<std::vector<int64_t>> src_rows, tgt_rows;
-    for (int64_t i : batch) {
-      src_rows.push_back(sources[i]);
-      tgt_rows.push_back(targets[i]);
-    }
-    auto src = data::pad_sequences(src_rows).to(device);
-    auto tgt = data::pad_sequences(tgt_rows).to(device);
-    const int64_t steps = tgt.size(1) - 1;
-    auto tgt_out = tgt.narrow(1, 1, steps);
-    auto logits = model_->forward(src, tgt.narrow(1, 0, steps));
-    total_loss +=
-        F::cross_entropy(
-            logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}),
-            F::CrossEntropyFuncOptions().ignore_index(model_->pad_id()).reduction(torch::kSum))
-            .item<double>();
-    total_tokens += tgt_out.ne(model_->pad_id()).sum().item<int64_t>();
-    const auto hyps = models::generate(*model_, src, generation);
-    for (size_t j = 0; j < batch.size(); ++j)
-      hypotheses[batch[j]] = detokenize(hyps[j].at(0).tokens);
-  }
-  const double loss = total_tokens > 0 ? total_loss / static_cast<double>(total_tokens) : 0.0;
   // The random split leaves some sources of this split verbatim in the training split: BLEU
   // on the rest says how the model does on sentences it never saw.
   const std::set<std::string>& seen = training_sources();
-  std::vector<std::string> unseen_hyps, unseen_refs;
-  for (int64_t i = 0; i < n; ++i)
-    if (!seen.count(data::preprocess_chinese(pairs[i].source))) {
-      unseen_hyps.push_back(hypotheses[i]);
-      unseen_refs.push_back(references[i]);
+  eval_split_ = split;
+  eval_src_.clear();
+  eval_tgt_.clear();
+  eval_references_.clear();
+  eval_unseen_.clear();
+  std::vector<int64_t> lengths;
+  for (const auto& p : pairs) {
+    eval_src_.push_back(encode_source(p.source));
+    eval_tgt_.push_back(target_vocab_.encode(target_text_.tokens(p.target)));
+    eval_references_.push_back(reference_text(p.target));
+    eval_unseen_.push_back(!seen.count(data::preprocess_chinese(p.source)));
+    lengths.push_back(static_cast<int64_t>(eval_src_.back().size()));
+  }
+  return data::bucket_batches(lengths, batch_size, 0, /*shuffle=*/false);
+}
+
+Batch TranslationTask::make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const {
+  check_eval_split(eval_split_, split);
+  std::vector<std::vector<int64_t>> src_rows, tgt_rows;
+  for (int64_t i : examples) {
+    src_rows.push_back(eval_src_[i]);
+    tgt_rows.push_back(eval_tgt_[i]);
+  }
+  return Batch{{data::pad_sequences(src_rows), data::pad_sequences(tgt_rows)}, static_cast<int64_t>(examples.size()), 0};
+}
+
+Metrics TranslationTask::eval_sums(const std::string&, const Batch& batch) {
+  const auto& src = batch.tensors[0];
+  const auto& tgt = batch.tensors[1];
+  const int64_t steps = tgt.size(1) - 1;
+  auto tgt_out = tgt.narrow(1, 1, steps);
+  auto logits = model_->forward(src, tgt.narrow(1, 0, steps));
+  Metrics sums{
+      {"loss_sum", F::cross_entropy(logits.reshape({-1, logits.size(-1)}), tgt_out.reshape({-1}),
+                                    F::CrossEntropyFuncOptions().ignore_index(model_->pad_id()).reduction(torch::kSum))
+                       .item<double>()},
+      {"tokens", tgt_out.ne(model_->pad_id()).sum().item<double>()},
+      {"examples", static_cast<double>(batch.size)}};
+  const auto hyps = models::generate(*model_, src, generation_options(data_.eval_beam_size, data_.eval_max_length));
+  std::vector<std::string> hypotheses, references, unseen_hyps, unseen_refs;
+  for (size_t j = 0; j < batch.examples.size(); ++j) {
+    const auto e = static_cast<size_t>(batch.examples[j]);
+    hypotheses.push_back(detokenize(hyps[j].at(0).tokens));
+    references.push_back(eval_references_[e]);
+    if (eval_unseen_[e]) {
+      unseen_hyps.push_back(hypotheses.back());
+      unseen_refs.push_back(references.back());
     }
+  }
+  add_bleu_sums(bleu_statistics(hypotheses, references), "bleu_", sums);
+  add_bleu_sums(bleu_statistics(unseen_hyps, unseen_refs), "bleu_unseen_", sums);
+  sums["examples_unseen_source"] += static_cast<double>(unseen_hyps.size());
+  return sums;
+}
+
+Metrics TranslationTask::metrics_from_sums(const Metrics& sums) const {
+  const double tokens = sums.at("tokens"), loss = tokens > 0 ? sums.at("loss_sum") / tokens : 0.0;
+  const double unseen = sums.at("examples_unseen_source");
   return Metrics{{"loss", loss},
                  {"perplexity", std::exp(loss)},
-                 {"bleu", corpus_bleu(hypotheses, references).score},
-                 {"examples", static_cast<double>(n)},
-                 {"bleu_unseen_source", unseen_hyps.empty() ? 0.0 : corpus_bleu(unseen_hyps, unseen_refs).score},
-                 {"examples_unseen_source", static_cast<double>(unseen_hyps.size())}};
+                 {"bleu", bleu_score(bleu_from_sums(sums, "bleu_")).score},
+                 {"examples", sums.at("examples")},
+                 {"bleu_unseen_source", unseen > 0 ? bleu_score(bleu_from_sums(sums, "bleu_unseen_")).score : 0.0},
+                 {"examples_unseen_source", unseen}};
 }
 
 models::GenerationOptions TranslationTask::generation_options(int64_t num_beams, int64_t max_length,

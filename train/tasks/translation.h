@@ -140,12 +140,18 @@ class TranslationTask : public Task, public Translator {
   /// Token-level mean cross entropy of forward(src, tgt[:, :-1]) against tgt[:, 1:], padding
   /// ignored; teacher forcing with data.teacher_forcing_ratio drawn from batch.seed.
   Loss loss(const Batch& batch) override;
-  /// "valid" or "test": loss, perplexity (teacher-forced, per target token), bleu (corpus
-  /// BLEU of greedy/beam decodes against the preprocessed references), examples, and
-  /// bleu_unseen_source / examples_unseen_source: the same on the pairs whose preprocessed
-  /// source sentence does not occur in the training split.
-  Metrics evaluate(const std::string& split, int64_t batch_size,
-                   const torch::Device& device) override;
+  /// "valid" or "test", in batches of similar source lengths.
+  std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;
+  /// {source, target} as for training.
+  Batch make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const override;
+  /// The teacher-forced loss sum and target tokens, and the BLEU statistics of greedy/beam
+  /// decodes against the preprocessed references, of all pairs and of those whose source is
+  /// unseen (does not occur in the training split).
+  Metrics eval_sums(const std::string& split, const Batch& batch) override;
+  /// loss, perplexity (per target token), bleu, examples, and bleu_unseen_source /
+  /// examples_unseen_source: BLEU on the pairs whose preprocessed source does not occur in the
+  /// training split.
+  Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_best_metric() const override { return "bleu"; }
   Translator* translator() override { return this; }
   /// Writes source_vocab.json and target_vocab.json.
@@ -224,6 +230,12 @@ class TranslationTask : public Task, public Translator {
   std::vector<int64_t> train_order_key_;                     // bucketing key per pair
   std::vector<int64_t> train_cost_;                          // longest side in tokens per pair
   std::optional<std::set<std::string>> training_sources_;    // see training_sources()
+  // The split eval_plan() loaded last: encoded sources and targets, BLEU references, and
+  // whether each source is unseen in training.
+  std::string eval_split_;
+  std::vector<std::vector<int64_t>> eval_src_, eval_tgt_;
+  std::vector<std::string> eval_references_;
+  std::vector<bool> eval_unseen_;
 };
 
 }  // namespace zoo
