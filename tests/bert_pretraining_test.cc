@@ -253,11 +253,11 @@ TEST(BertPretraining, DynamicMasksComeFromTheBatchSeed) {
   for (int64_t i = 0; i < 64; ++i) items[i] = i;
   const Batch a = task->make_train_batch(items, 5), again = task->make_train_batch(items, 5),
               other = task->make_train_batch(items, 6);
-  EXPECT_TRUE(torch::equal(a.tensors[0], again.tensors[0]));
-  EXPECT_TRUE(torch::equal(a.tensors[3], again.tensors[3]));
-  EXPECT_FALSE(torch::equal(a.tensors[3].ne(-100), other.tensors[3].ne(-100))) << "another seed, other positions";
-  const auto selected = a.tensors[3].ne(-100);
-  const auto original = torch::where(selected, a.tensors[3], a.tensors[0]);
+  EXPECT_TRUE(torch::equal(a["input_ids"], again["input_ids"]));
+  EXPECT_TRUE(torch::equal(a["labels"], again["labels"]));
+  EXPECT_FALSE(torch::equal(a["labels"].ne(-100), other["labels"].ne(-100))) << "another seed, other positions";
+  const auto selected = a["labels"].ne(-100);
+  const auto original = torch::where(selected, a["labels"], a["input_ids"]);
   const auto words = original.gt(4);  // not [CLS] 0, [PAD] 1, [MASK] 2, [SEP] 3, [UNK] 4
   EXPECT_EQ(selected.logical_and(words.logical_not()).sum().item<int64_t>(), 0) << "only words are selected";
   for (int64_t r = 0; r < 64; ++r) {  // round(15% of the row's words) each: 1 of the 7-9 words here
@@ -265,8 +265,8 @@ TEST(BertPretraining, DynamicMasksComeFromTheBatchSeed) {
     EXPECT_EQ(selected[r].sum().item<int64_t>(), static_cast<int64_t>(std::nearbyint(0.15 * n))) << "row " << r;
   }
   // Where not selected the input is the original word; where selected, mostly [MASK].
-  EXPECT_TRUE(torch::equal(a.tensors[0].masked_select(selected.logical_not()), original.masked_select(selected.logical_not())));
-  EXPECT_GT(a.tensors[0].masked_select(selected).eq(2).to(torch::kDouble).mean().item<double>(), 0.6);
+  EXPECT_TRUE(torch::equal(a["input_ids"].masked_select(selected.logical_not()), original.masked_select(selected.logical_not())));
+  EXPECT_GT(a["input_ids"].masked_select(selected).eq(2).to(torch::kDouble).mean().item<double>(), 0.6);
 }
 
 }  // namespace

@@ -171,7 +171,7 @@ TEST(TextClassification, GroupByLengthBatchesTextsOfSimilarLengths) {
   // Tokens a plan pads its batches to: each batch is as wide as its longest text.
   auto padded = [&](TextClassificationTask& task, const std::vector<std::vector<int64_t>>& plan) {
     int64_t tokens = 0;
-    for (const auto& batch : plan) tokens += task.make_train_batch(batch, 0).tensors[0].numel();
+    for (const auto& batch : plan) tokens += task.make_train_batch(batch, 0)["input_ids"].numel();
     return tokens;
   };
   const auto plan = grouped.epoch_plan(42, 0, 8);

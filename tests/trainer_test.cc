@@ -148,10 +148,10 @@ class NanTask : public Task {
   void prepare_training(const std::string&) override {}
   int64_t num_train_examples() const override { return 64; }
   Batch make_train_batch(const std::vector<int64_t>& idx, uint64_t) const override {
-    return Batch{{torch::ones({static_cast<int64_t>(idx.size()), 2})}, static_cast<int64_t>(idx.size()), 0};
+    return Batch{{{"x", torch::ones({static_cast<int64_t>(idx.size()), 2})}}, static_cast<int64_t>(idx.size()), 0};
   }
   Loss loss(const Batch& b) override {
-    auto l = net_->forward(b.tensors[0]).pow(2).mean();
+    auto l = net_->forward(b["x"]).pow(2).mean();
     return ++calls_ >= nan_at_ ? l * std::numeric_limits<float>::quiet_NaN() : l;
   }
   std::vector<std::vector<int64_t>> eval_plan(const std::string&, int64_t) override { return {{0}}; }
@@ -197,10 +197,10 @@ class LinearTask : public Task {
   int64_t num_train_examples() const override { return 64; }
   Batch make_train_batch(const std::vector<int64_t>& idx, uint64_t) const override {
     auto i = torch::tensor(idx, torch::kLong);
-    return Batch{{x_.index_select(0, i), y_.index_select(0, i)}, static_cast<int64_t>(idx.size()), 0};
+    return Batch{{{"x", x_.index_select(0, i)}, {"y", y_.index_select(0, i)}}, static_cast<int64_t>(idx.size()), 0};
   }
   Loss loss(const Batch& b) override {
-    return (net_->forward(b.tensors[0]).squeeze(1) - b.tensors[1]).pow(2).mean();
+    return (net_->forward(b["x"]).squeeze(1) - b["y"]).pow(2).mean();
   }
   std::vector<std::vector<int64_t>> eval_plan(const std::string&, int64_t) override { return {{0}}; }
   Batch make_eval_batch(const std::string&, const std::vector<int64_t>&) const override { return Batch{{}, 1, 0}; }
@@ -276,9 +276,9 @@ TEST(Trainer, PerCoreBatchSlicesGiveTheWholeBatchGradients) {
   torch::manual_seed(3);
   models::ViTForImageClassification model(small_vit(16, 1, 24, 4));
   const auto params = model->parameters();
-  const Batch batch{{torch::randn({7, 1, 8, 8}), torch::randint(0, 3, {7}, torch::kLong)}, 7, 0};
+  const Batch batch{{{"pixel_values", torch::randn({7, 1, 8, 8})}, {"labels", torch::randint(0, 3, {7}, torch::kLong)}}, 7, 0};
   auto loss_of = [&](const Batch& b) {
-    return torch::nn::functional::cross_entropy(model->forward(b.tensors[0]), b.tensors[1]);
+    return torch::nn::functional::cross_entropy(model->forward(b["pixel_values"]), b["labels"]);
   };
   auto grads_for = [&](int64_t shards, double* loss) { return gradients_of(loss_of, batch, 0.5, shards, params, loss); };
   double whole = 0, sliced = 0, again = 0;
@@ -398,13 +398,13 @@ TEST(Trainer, Bf16AutocastOnTheCpu) {
   torch::manual_seed(5);
   models::ViTForImageClassification model(small_vit(32, 2, 64, 2));
   const auto params = model->parameters();
-  const Batch batch{{torch::randn({16, 1, 8, 8}), torch::randint(0, 3, {16}, torch::kLong)}, 16, 0};
+  const Batch batch{{{"pixel_values", torch::randn({16, 1, 8, 8})}, {"labels", torch::randint(0, 3, {16}, torch::kLong)}}, 16, 0};
   auto grads_for = [&](bool bf16, int64_t shards, double* loss) {
     auto loss_of = [&](const Batch& b) {
       AutocastGuard autocast(bf16, cpu);
-      auto logits = model->forward(b.tensors[0]);
+      auto logits = model->forward(b["pixel_values"]);
       EXPECT_EQ(logits.scalar_type(), bf16 ? torch::kBFloat16 : torch::kFloat);
-      return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), b.tensors[1]);
+      return torch::nn::functional::cross_entropy(logits.to(torch::kFloat), b["labels"]);
     };
     return gradients_of(loss_of, batch, 1.0, shards, params, loss, /*onednn=*/bf16);
   };
@@ -674,7 +674,7 @@ class TwoPartTask : public LinearTask {
  public:
   Loss loss(const Batch& b) override {
     loss_saw_training = loss_saw_training && net_->is_training();
-    auto err = net_->forward(b.tensors[0]).squeeze(1) - b.tensors[1];
+    auto err = net_->forward(b["x"]).squeeze(1) - b["y"];
     auto squared = err.pow(2).mean(), absolute = err.abs().mean();
     return {squared + absolute, {{"squared", squared}, {"absolute", absolute}}};
   }

@@ -183,15 +183,15 @@ TEST(TranslationData, BatchesArePaddedBucketedAndDeterministic) {
   const Batch a = task->make_train_batch(plan[0], 7), b = task->make_train_batch(plan[0], 7);
   ASSERT_EQ(a.tensors.size(), 2u);
   EXPECT_EQ(a.size, static_cast<int64_t>(plan[0].size()));
-  EXPECT_EQ(a.tensors[0].dim(), 2);
-  EXPECT_EQ(a.tensors[0].size(0), a.size);
-  EXPECT_EQ(a.tensors[1].size(0), a.size);
-  EXPECT_EQ(a.tensors[0].scalar_type(), torch::kLong);
-  EXPECT_TRUE(a.tensors[0].equal(b.tensors[0]));
-  EXPECT_TRUE(a.tensors[1].equal(b.tensors[1]));
+  EXPECT_EQ(a["input_ids"].dim(), 2);
+  EXPECT_EQ(a["input_ids"].size(0), a.size);
+  EXPECT_EQ(a["labels"].size(0), a.size);
+  EXPECT_EQ(a["input_ids"].scalar_type(), torch::kLong);
+  EXPECT_TRUE(a["input_ids"].equal(b["input_ids"]));
+  EXPECT_TRUE(a["labels"].equal(b["labels"]));
   // Every target starts with <start>; each row holds <end> once, then only padding.
-  EXPECT_TRUE(a.tensors[1].select(1, 0).eq(task->bos_id()).all().item<bool>());
-  EXPECT_TRUE(a.tensors[1].eq(task->eos_id()).sum(1).eq(1).all().item<bool>());
+  EXPECT_TRUE(a["labels"].select(1, 0).eq(task->bos_id()).all().item<bool>());
+  EXPECT_TRUE(a["labels"].eq(task->eos_id()).sum(1).eq(1).all().item<bool>());
 
   // Teacher forcing draws from the batch seed only: same seed, same loss; finite and near
   // log(V) for an untrained model.
@@ -217,7 +217,7 @@ TEST(TranslationData, TokenBatchesStayWithinTheirBudget) {
   for (const auto& b : plan) {
     all.insert(all.end(), b.begin(), b.end());
     const Batch batch = task->make_train_batch(b, 1);
-    const int64_t tokens = batch.size * std::max(batch.tensors[0].size(1), batch.tensors[1].size(1));
+    const int64_t tokens = batch.size * std::max(batch["input_ids"].size(1), batch["labels"].size(1));
     EXPECT_TRUE(tokens <= 42 || batch.size == 1) << batch.size << " pairs, " << tokens << " tokens";
     under_full += tokens <= 42 - 9;  // pairs here cost 7 or 8 tokens
     sizes_differ += b.size() != plan[0].size();

@@ -226,8 +226,8 @@ TEST(ImageClassification, LabelSmoothingFactorSmoothsTheTrainingLoss) {
   const auto batch = task->make_train_batch({0, 1, 2, 3, 4, 5}, 1);
   torch::NoGradGuard no_grad;
   const double loss = task->loss(batch).total.item<double>();
-  auto logp = torch::log_softmax(ic->vit()->forward(batch.tensors[0]), -1);
-  const double nll = -logp.gather(1, batch.tensors[1].unsqueeze(1)).mean().item<double>();
+  auto logp = torch::log_softmax(ic->vit()->forward(batch["pixel_values"]), -1);
+  const double nll = -logp.gather(1, batch["labels"].unsqueeze(1)).mean().item<double>();
   const double uniform = -logp.mean().item<double>();  // cross-entropy against uniform targets
   EXPECT_NEAR(loss, 0.8 * nll + 0.2 * uniform, 1e-5);
   EXPECT_GT(std::abs(loss - nll), 1e-3);  // it did smooth
@@ -245,9 +245,9 @@ TEST(ImageClassification, RandomErasingSetsARectangleOfEachTrainingImageToTheMea
   plain_task->prepare_training("");
   task->prepare_training("");
   const std::vector<int64_t> indices{0, 1, 2, 3, 4, 5, 6, 7};
-  const auto plain = plain_task->make_train_batch(indices, 3).tensors[0];
-  const auto erased = task->make_train_batch(indices, 3).tensors[0];
-  EXPECT_TRUE(torch::equal(erased, task->make_train_batch(indices, 3).tensors[0]));  // deterministic per seed
+  const auto plain = plain_task->make_train_batch(indices, 3)["pixel_values"];
+  const auto erased = task->make_train_batch(indices, 3)["pixel_values"];
+  EXPECT_TRUE(torch::equal(erased, task->make_train_batch(indices, 3)["pixel_values"]));  // deterministic per seed
   const double mean = 0.1307, std = 0.3081;  // MNIST's, the defaults for data.dataset=mnist
   const double fill = (std::round(mean * 255) / 255 - mean) / std;  // ~0: the mean colour
   for (int64_t i = 0; i < 8; ++i) {

@@ -31,16 +31,17 @@ void GraphedTrainStep::step(bool capturing) {
 
 bool GraphedTrainStep::same_shapes(const Batch& batch) const {
   if (batch.tensors.size() != inputs_.tensors.size()) return false;
-  for (size_t i = 0; i < batch.tensors.size(); ++i)
-    if (batch.tensors[i].sizes() != inputs_.tensors[i].sizes() ||
-        batch.tensors[i].scalar_type() != inputs_.tensors[i].scalar_type())
+  for (const auto& [name, t] : batch.tensors) {
+    const auto it = inputs_.tensors.find(name);
+    if (it == inputs_.tensors.end() || t.sizes() != it->second.sizes() || t.scalar_type() != it->second.scalar_type())
       return false;
+  }
   return true;
 }
 
 LossValues GraphedTrainStep::run(const Batch& batch, double* grad_norm) {
   if (graph_ && same_shapes(batch)) {
-    for (size_t i = 0; i < batch.tensors.size(); ++i) inputs_.tensors[i].copy_(batch.tensors[i], /*non_blocking=*/true);
+    for (const auto& [name, t] : batch.tensors) inputs_.tensors.at(name).copy_(t, /*non_blocking=*/true);
     inputs_.size = batch.size;
     optimizer_.before_replay();
     graph_->replay();
@@ -51,7 +52,7 @@ LossValues GraphedTrainStep::run(const Batch& batch, double* grad_norm) {
   // recorded; the losses and norms of those two runs are kept apart.
   graph_.reset();
   inputs_ = Batch{{}, batch.size, batch.seed};
-  for (const auto& t : batch.tensors) inputs_.tensors.push_back(t.clone());
+  for (const auto& [name, t] : batch.tensors) inputs_.tensors[name] = t.clone();
   losses_.clear(), norms_.clear();
   int run = 0;
   graph_ = std::make_unique<CudaGraphStep>([&] { step(/*capturing=*/run++ == 1); }, /*warmup=*/1);

@@ -17,25 +17,39 @@
 namespace zoo {
 
 
-/// One batch: task-defined tensors (inputs first, targets last by convention).
+/// One batch: its tensors by name, all batch-first, under Hugging Face's names where it has
+/// one (input_ids, attention_mask, token_type_ids, pixel_values, labels, ...).
 struct Batch {
-  std::vector<torch::Tensor> tensors;
+  std::map<std::string, torch::Tensor> tensors;
   int64_t size = 0;  // examples in the batch
   /// Per-batch seed (from make_train_batch) for randomness inside the loss, e.g. teacher
   /// forcing, so that it is reproducible across resume without touching global RNGs.
   uint64_t seed = 0;
   /// In evaluation, the split's example numbers of the rows (set by zoo::evaluation_sums).
   std::vector<int64_t> examples = {};
+  /// The tensor `name`; a missing one is a bug in the task, and the message lists what is there.
+  const torch::Tensor& operator[](const std::string& name) const {
+    const auto it = tensors.find(name);
+    if (it == tensors.end()) {
+      std::string have;
+      for (const auto& kv : tensors) have += " " + kv.first;
+      throw std::logic_error("the batch has no tensor '" + name + "'; it has:" + have);
+    }
+    return it->second;
+  }
+  torch::Tensor& operator[](const std::string& name) {
+    return const_cast<torch::Tensor&>(static_cast<const Batch&>(*this)[name]);
+  }
   Batch to(const torch::Device& device) const {
     Batch b{{}, size, seed, examples};
-    for (const auto& t : tensors) b.tensors.push_back(t.to(device, /*non_blocking=*/true));
+    for (const auto& [name, t] : tensors) b.tensors[name] = t.to(device, /*non_blocking=*/true);
     return b;
   }
   /// Examples [start, start + length) of every tensor (all batch-first), same seed.
   Batch narrow(int64_t start, int64_t length) const {
     Batch b{{}, length, seed, {}};
     if (!examples.empty()) b.examples.assign(examples.begin() + start, examples.begin() + start + length);
-    for (const auto& t : tensors) b.tensors.push_back(t.narrow(0, start, length));
+    for (const auto& [name, t] : tensors) b.tensors[name] = t.narrow(0, start, length);
     return b;
   }
 };

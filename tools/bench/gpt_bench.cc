@@ -118,8 +118,8 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   auto x = ids.narrow(1, 0, t).contiguous(), y = ids.narrow(1, 1, t).contiguous();
   auto loss_of = [&](const zoo::Batch& b) {
     zoo::AutocastGuard autocast(s.amp(), s.device, zoo::autocast_dtype(s.precision));  // the forward pass, as zoo train
-    auto logits = model->forward(b.tensors[0]).to(torch::kFloat);
-    return torch::nn::functional::cross_entropy(logits.flatten(0, 1), b.tensors[1].flatten());
+    auto logits = model->forward(b["input_ids"]).to(torch::kFloat);
+    return torch::nn::functional::cross_entropy(logits.flatten(0, 1), b["labels"].flatten());
   };
   // ZOO_BENCH_PHASES=1: the device is also synchronised between forward, backward, clipping
   // and AdamW, and each phase's median is printed (one slice: --shards 1).
@@ -131,7 +131,7 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
     if (timed) phase_times[phase].push_back(seconds_since(t));
     t = std::chrono::steady_clock::now();
   };
-  const zoo::Batch batch{{x, y}, s.batch, 0};
+  const zoo::Batch batch{{{"input_ids", x}, {"labels", y}}, s.batch, 0};
   std::optional<zoo::GradScaler> scaler;  // fp16: as zoo train (train/grad_scaler.h)
   if (s.precision == "fp16") scaler.emplace();
   int64_t skipped = 0;

@@ -86,9 +86,9 @@ int main(int argc, char** argv) {
     zoo::forward_backward(
         [&](const zoo::Batch& b) {
           zoo::AutocastGuard autocast(bf16, device);
-          return torch::nn::functional::cross_entropy(model->forward(b.tensors[0]).to(torch::kFloat), b.tensors[1]);
+          return torch::nn::functional::cross_entropy(model->forward(b["pixel_values"]).to(torch::kFloat), b["labels"]);
         },
-        zoo::Batch{{x, y}, batch, 0}, 1.0, shards, model->parameters(), {}, /*onednn=*/bf16 && device.is_cpu());
+        zoo::Batch{{{"pixel_values", x}, {"labels", y}}, batch, 0}, 1.0, shards, model->parameters(), {}, /*onednn=*/bf16 && device.is_cpu());
     sync(device);
     const auto t1 = std::chrono::steady_clock::now();
     zoo::clip_grad_norm(model->parameters(), 1.0);  // as the recipes do

@@ -141,7 +141,13 @@ Batch BertPretrainingTask::batch_of(const std::vector<int64_t>& items) const {
     pn[r] = examples_.is_next[item] ? 0 : 1;
   }
   auto mask = ids.ne(data::BertVocab::kPad).to(torch::kLong);
-  return Batch{{ids, types, mask, labels, nsp}, n, 0};
+  return Batch{{{"input_ids", ids},
+                {"token_type_ids", types},
+                {"attention_mask", mask},
+                {"labels", labels},
+                {"next_sentence_label", nsp}},
+               n,
+               0};
 }
 
 Batch BertPretrainingTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
@@ -155,8 +161,8 @@ Batch BertPretrainingTask::make_train_batch(const std::vector<int64_t>& indices,
 // distinct positions, 80% [MASK], 10% a random word, 10% kept; as the static draw of
 // data::build_bert_examples with masking "bert", but from the batch's seed.
 void BertPretrainingTask::remask(Batch& b) const {
-  auto& ids = b.tensors[0];
-  auto& labels = b.tensors[3];
+  auto& ids = b["input_ids"];
+  auto& labels = b["labels"];
   auto original = torch::where(labels.ne(kIgnore), labels, ids);
   ids = original.clone();
   labels = torch::full_like(original, kIgnore);
@@ -185,15 +191,14 @@ void BertPretrainingTask::remask(Batch& b) const {
 }
 
 Loss BertPretrainingTask::loss(const Batch& batch) {
-  const auto& t = batch.tensors;
-  auto selected = t[3].ne(kIgnore);
+  auto selected = batch["labels"].ne(kIgnore);
   int64_t offset = 0;
   if (data_.position_offset == "random")  // from the batch's seed: the same on a resumed run
-    offset = static_cast<int64_t>(std::mt19937_64(batch.seed)() % static_cast<uint64_t>(positions_ - t[0].size(1) + 1));
-  auto out = model_->forward(t[0], t[1], t[2], selected, offset);  // MLM scores of the selected tokens only
-  auto mlm = F::cross_entropy(out.prediction_logits, t[3].index({selected}));
+    offset = static_cast<int64_t>(std::mt19937_64(batch.seed)() % static_cast<uint64_t>(positions_ - batch["input_ids"].size(1) + 1));
+  auto out = model_->forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], selected, offset);  // MLM scores of the selected tokens only
+  auto mlm = F::cross_entropy(out.prediction_logits, batch["labels"].index({selected}));
   if (!data_.next_sentence_prediction) return Loss{mlm, {{"mlm", mlm}}};
-  auto nsp = F::cross_entropy(out.seq_relationship_logits, t[4]);
+  auto nsp = F::cross_entropy(out.seq_relationship_logits, batch["next_sentence_label"]);
   return Loss{mlm + nsp, {{"mlm", mlm}, {"nsp", nsp}}};
 }
 
@@ -219,17 +224,16 @@ Batch BertPretrainingTask::make_eval_batch(const std::string&, const std::vector
 }
 
 Metrics BertPretrainingTask::eval_sums(const std::string&, const Batch& batch) {
-  const auto& t = batch.tensors;
-  auto keep = t[3].ne(kIgnore);
-  auto out = model_->forward(t[0], t[1], t[2], keep);
+  auto keep = batch["labels"].ne(kIgnore);
+  auto out = model_->forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], keep);
   const auto& logits = out.prediction_logits;
-  auto labels = t[3].index({keep});
+  auto labels = batch["labels"].index({keep});
   const auto sum = F::CrossEntropyFuncOptions().reduction(torch::kSum);
   return Metrics{{"mlm_loss_sum", F::cross_entropy(logits, labels, sum).item<double>()},
                  {"mlm_correct", logits.argmax(-1).eq(labels).sum().item<double>()},
                  {"mlm_selected", keep.sum().item<double>()},
-                 {"nsp_loss_sum", F::cross_entropy(out.seq_relationship_logits, t[4], sum).item<double>()},
-                 {"nsp_correct", out.seq_relationship_logits.argmax(-1).eq(t[4]).sum().item<double>()},
+                 {"nsp_loss_sum", F::cross_entropy(out.seq_relationship_logits, batch["next_sentence_label"], sum).item<double>()},
+                 {"nsp_correct", out.seq_relationship_logits.argmax(-1).eq(batch["next_sentence_label"]).sum().item<double>()},
                  {"examples", static_cast<double>(batch.size)}};
 }
 

@@ -84,8 +84,8 @@ class BertPretrainingTask : public Task {
   std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
   void prepare_training(const std::string& output_dir) override;
   int64_t num_train_examples() const override { return train_items_; }
-  /// {input_ids, token_type_ids, attention_mask, mlm_labels (-100 where not selected),
-  /// nsp_labels (0 = is next, Hugging Face's convention)}.
+  /// input_ids, token_type_ids, attention_mask, labels (the MLM targets, -100 where not
+  /// selected) and next_sentence_label (0 = is next), as Hugging Face's BertForPreTraining.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   /// MLM + NSP cross-entropy; parts "mlm" and "nsp".
   Loss loss(const Batch& batch) override;

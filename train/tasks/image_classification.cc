@@ -98,14 +98,14 @@ Batch ImageClassificationTask::make_train_batch(const std::vector<int64_t>& indi
       images = data::random_erasing(images, data_.random_erasing_prob, fill, gen);
     }
   }
-  return Batch{{preprocess(images), labels}, static_cast<int64_t>(indices.size()), seed};
+  return Batch{{{"pixel_values", preprocess(images)}, {"labels", labels}}, static_cast<int64_t>(indices.size()), seed};
 }
 
 Loss ImageClassificationTask::loss(const Batch& batch) {
   // fp32 logits: under bf16 autocast the classifier's output is bf16.
-  auto logits = model_->forward(batch.tensors[0]).to(torch::kFloat);  // (B, num_labels)
+  auto logits = model_->forward(batch["pixel_values"]).to(torch::kFloat);  // (B, num_labels)
   return {torch::nn::functional::cross_entropy(
-      logits, batch.tensors[1],
+      logits, batch["labels"],
       torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(context_.label_smoothing))};
 }
 
@@ -162,12 +162,13 @@ std::vector<std::vector<int64_t>> ImageClassificationTask::eval_plan(const std::
 Batch ImageClassificationTask::make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const {
   check_eval_split(eval_split_, split);
   auto rows = torch::tensor(examples, torch::kLong);
-  return Batch{{preprocess(eval_images_.index_select(0, rows)), eval_labels_.index_select(0, rows)},
+  return Batch{{{"pixel_values", preprocess(eval_images_.index_select(0, rows))},
+                {"labels", eval_labels_.index_select(0, rows)}},
                static_cast<int64_t>(examples.size()), 0};
 }
 
 Metrics ImageClassificationTask::eval_sums(const std::string&, const Batch& batch) {
-  return classification_sums(predict(batch.tensors[0]), batch.tensors[1]);
+  return classification_sums(predict(batch["pixel_values"]), batch["labels"]);
 }
 
 Metrics ImageClassificationTask::metrics_from_sums(const Metrics& sums) const { return classification_metrics(sums); }

@@ -54,6 +54,7 @@ class ImageClassificationTask : public Task, public ImageClassifier {
   std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
   void prepare_training(const std::string& output_dir) override;
   int64_t num_train_examples() const override { return train_index_.size(0); }
+  /// pixel_values (normalised, augmented) and labels.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   Loss loss(const Batch& batch) override;
   /// Yes unless the model uses dropout (its random draws would depend on thread timing).

@@ -209,12 +209,12 @@ Batch LanguageModelingTask::make_train_batch(const std::vector<int64_t>& indices
     throw Error(cat(stream_->path(), ": token id ", top, " is outside the model's vocabulary of ",
                     model_->options().vocab_size, "; the stream was made with another tokenizer"));
   const int64_t t = block_size();
-  return Batch{{ids.narrow(1, 0, t), ids.narrow(1, 1, t)}, static_cast<int64_t>(indices.size()), seed};
+  return Batch{{{"input_ids", ids.narrow(1, 0, t)}, {"labels", ids.narrow(1, 1, t)}}, static_cast<int64_t>(indices.size()), seed};
 }
 
 Loss LanguageModelingTask::loss(const Batch& batch) {
-  auto logits = model_->forward(batch.tensors[0]).to(torch::kFloat);  // (B, T, V)
-  return {torch::nn::functional::cross_entropy(logits.flatten(0, 1), batch.tensors[1].flatten())};
+  auto logits = model_->forward(batch["input_ids"]).to(torch::kFloat);  // (B, T, V)
+  return {torch::nn::functional::cross_entropy(logits.flatten(0, 1), batch["labels"].flatten())};
 }
 
 bool LanguageModelingTask::splittable() const {
@@ -244,18 +244,18 @@ Batch LanguageModelingTask::make_eval_batch(const std::string& split, const std:
   const int64_t t = block_size();
   std::vector<torch::Tensor> rows;
   for (int64_t j : examples) rows.push_back(window(eval_begin_ + (j * eval_available_ / eval_windows_) * t));
-  return Batch{{torch::stack(rows)}, static_cast<int64_t>(examples.size()), 0};
+  auto ids = torch::stack(rows);
+  return Batch{{{"input_ids", ids.narrow(1, 0, t)}, {"labels", ids.narrow(1, 1, t)}}, static_cast<int64_t>(examples.size()), 0};
 }
 
 Metrics LanguageModelingTask::eval_sums(const std::string&, const Batch& batch) {
-  const auto& ids = batch.tensors[0];
-  const int64_t t = ids.size(1) - 1;
-  auto logits = model_->forward(ids.narrow(1, 0, t)).to(torch::kFloat);
+  const auto& labels = batch["labels"];
+  auto logits = model_->forward(batch["input_ids"]).to(torch::kFloat);
   const double loss = torch::nn::functional::cross_entropy(
-                          logits.flatten(0, 1), ids.narrow(1, 1, t).flatten(),
+                          logits.flatten(0, 1), labels.flatten(),
                           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
                           .item<double>();
-  return Metrics{{"loss_sum", loss}, {"tokens", static_cast<double>(ids.size(0) * t)}};
+  return Metrics{{"loss_sum", loss}, {"tokens", static_cast<double>(labels.numel())}};
 }
 
 Metrics LanguageModelingTask::metrics_from_sums(const Metrics& sums) const {

@@ -58,6 +58,7 @@ class LanguageModelingTask : public Task, public TextGenerator {
   int64_t num_train_examples() const override;
   /// Random window starts, uniform over the training tokens, from (seed, epoch).
   std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch, int64_t batch_size) const override;
+  /// input_ids (a window's first block_size tokens) and labels (the same window one token on).
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   Loss loss(const Batch& batch) override;
   bool splittable() const override;

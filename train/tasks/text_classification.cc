@@ -152,7 +152,7 @@ Batch TextClassificationTask::batch_of(const std::vector<Example>& examples, con
     mask[r].narrow(0, 0, len).fill_(1);
     labels[r] = e.label;
   }
-  return Batch{{ids, mask, labels}, n, 0};
+  return Batch{{{"input_ids", ids}, {"attention_mask", mask}, {"labels", labels}}, n, 0};
 }
 
 std::vector<std::vector<int64_t>> TextClassificationTask::epoch_plan(uint64_t seed, int64_t epoch,
@@ -171,9 +171,8 @@ Batch TextClassificationTask::make_train_batch(const std::vector<int64_t>& indic
 }
 
 Loss TextClassificationTask::loss(const Batch& batch) {
-  const auto& t = batch.tensors;
-  auto logits = model_->forward(t[0], {}, t[1]);
-  return Loss{F::cross_entropy(logits, t[2], F::CrossEntropyFuncOptions().label_smoothing(context_.label_smoothing))};
+  auto logits = model_->forward(batch["input_ids"], {}, batch["attention_mask"]);
+  return Loss{F::cross_entropy(logits, batch["labels"], F::CrossEntropyFuncOptions().label_smoothing(context_.label_smoothing))};
 }
 
 std::vector<std::vector<int64_t>> TextClassificationTask::eval_plan(const std::string& split, int64_t batch_size) {
@@ -212,8 +211,7 @@ Batch TextClassificationTask::make_eval_batch(const std::string& split, const st
 }
 
 Metrics TextClassificationTask::eval_sums(const std::string&, const Batch& batch) {
-  const auto& t = batch.tensors;
-  return classification_sums(model_->forward(t[0], {}, t[1]), t[2]);
+  return classification_sums(model_->forward(batch["input_ids"], {}, batch["attention_mask"]), batch["labels"]);
 }
 
 Metrics TextClassificationTask::metrics_from_sums(const Metrics& sums) const { return classification_metrics(sums); }
@@ -228,7 +226,7 @@ torch::Tensor TextClassificationTask::text_probabilities(const std::vector<std::
   const auto device = model_->parameters().front().device();
   torch::NoGradGuard g;
   const Batch b = batch_of(examples, idx).to(device);
-  return model_->forward(b.tensors[0], {}, b.tensors[1]).softmax(-1).to(torch::kCPU);
+  return model_->forward(b["input_ids"], {}, b["attention_mask"]).softmax(-1).to(torch::kCPU);
 }
 
 void TextClassificationTask::save_assets(const std::string& dir) const {

@@ -77,7 +77,7 @@ class TextClassificationTask : public Task, public TextClassifier {
   int64_t num_train_examples() const override { return static_cast<int64_t>(train_.size()); }
   /// The default seeded permutation, or batches of similar lengths with data.group_by_length.
   std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch, int64_t batch_size) const override;
-  /// {input_ids, attention_mask, labels}.
+  /// input_ids, attention_mask, labels.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   Loss loss(const Batch& batch) override;
   /// "valid" or "test", in batches of similar lengths.

@@ -331,14 +331,14 @@ Batch TranslationTask::make_train_batch(const std::vector<int64_t>& indices, uin
     src.push_back(train_src_.at(static_cast<size_t>(i)));
     tgt.push_back(train_tgt_.at(static_cast<size_t>(i)));
   }
-  return Batch{{data::pad_sequences(src), data::pad_sequences(tgt)},
+  return Batch{{{"input_ids", data::pad_sequences(src)}, {"labels", data::pad_sequences(tgt)}},
                static_cast<int64_t>(indices.size()),
                seed};
 }
 
 Loss TranslationTask::loss(const Batch& batch) {
-  const torch::Tensor& src = batch.tensors.at(0);
-  const torch::Tensor& tgt = batch.tensors.at(1);
+  const torch::Tensor& src = batch["input_ids"];
+  const torch::Tensor& tgt = batch["labels"];
   const int64_t steps = tgt.size(1) - 1;
   auto tgt_in = tgt.narrow(1, 0, steps);   // <start> w1 ... wn
   auto tgt_out = tgt.narrow(1, 1, steps);  // w1 ... wn <end>
@@ -391,12 +391,14 @@ Batch TranslationTask::make_eval_batch(const std::string& split, const std::vect
     src_rows.push_back(eval_src_[i]);
     tgt_rows.push_back(eval_tgt_[i]);
   }
-  return Batch{{data::pad_sequences(src_rows), data::pad_sequences(tgt_rows)}, static_cast<int64_t>(examples.size()), 0};
+  return Batch{{{"input_ids", data::pad_sequences(src_rows)}, {"labels", data::pad_sequences(tgt_rows)}},
+               static_cast<int64_t>(examples.size()),
+               0};
 }
 
 Metrics TranslationTask::eval_sums(const std::string&, const Batch& batch) {
-  const auto& src = batch.tensors[0];
-  const auto& tgt = batch.tensors[1];
+  const auto& src = batch["input_ids"];
+  const auto& tgt = batch["labels"];
   const int64_t steps = tgt.size(1) - 1;
   auto tgt_out = tgt.narrow(1, 1, steps);
   auto logits = model_->forward(src, tgt.narrow(1, 0, steps));

@@ -135,14 +135,15 @@ class TranslationTask : public Task, public Translator {
   /// of `batch_size` pairs, or with data.batch_tokens of about that many tokens.
   std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch,
                                                int64_t batch_size) const override;
-  /// {source (B, S), target (B, T)} int64, right-padded with 0; the target keeps <start>/<end>.
+  /// input_ids (the source, B x S) and labels (the target, B x T, with <start>/<end>), int64,
+  /// right-padded with 0.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   /// Token-level mean cross entropy of forward(src, tgt[:, :-1]) against tgt[:, 1:], padding
   /// ignored; teacher forcing with data.teacher_forcing_ratio drawn from batch.seed.
   Loss loss(const Batch& batch) override;
   /// "valid" or "test", in batches of similar source lengths.
   std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;
-  /// {source, target} as for training.
+  /// input_ids and labels as for training.
   Batch make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const override;
   /// The teacher-forced loss sum and target tokens, and the BLEU statistics of greedy/beam
   /// decodes against the preprocessed references, of all pairs and of those whose source is
