@@ -5,6 +5,7 @@
 #include "models/kernels/dropout.h"
 #include "models/kernels/gelu.h"
 #include "models/module_path.h"
+#include "models/entry_helpers.h"
 
 namespace zoo::models {
 
@@ -140,6 +141,57 @@ void bert_to_hf_tensors(std::map<std::string, torch::Tensor>& tensors) {
     tensors["cls.predictions.decoder.weight"] = words->second.clone();
     tensors["cls.predictions.decoder.bias"] = bias->second.clone();
   }
+}
+
+// The registry entry (models/registry.h).
+namespace {
+json resolve_bert(const json& merged) {
+  auto o = read_options<BertOptions>(merged, "model", {"model_type"});
+  BertOptions check = o;  // vocab_size 0 means "from the data": the task fills it in
+  if (check.vocab_size == 0) check.vocab_size = check.pad_token_id + 1;
+  check.validate();
+  json out = {{"model_type", "bert"}};
+  out.update(to_json(o));
+  return out;
+}
+
+json bert_from_hf(const json& hf) { return entry::with_labels_of_hf(entry::same_named_fields<BertOptions>(hf, "bert"), hf); }
+
+json bert_to_hf(const json& model, const std::string& architecture) {
+  json hf = model;
+  if (architecture == "BertForSequenceClassification") {
+    hf = entry::with_hf_labels(model);
+  } else {  // pretraining heads have no classes
+    hf.erase("labels");
+    hf.erase("num_labels");
+  }
+  hf.erase("position_embedding_init");  // zoo's: how training starts, not a BertConfig field
+  hf["architectures"] = {architecture};
+  hf["position_embedding_type"] = "absolute";
+  hf["torch_dtype"] = "float32";
+  return hf;
+}
+}  // namespace
+
+ModelEntry bert_entry() {
+  ModelEntry e;
+  e.model_type = "bert";
+  e.default_task = "bert_pretraining";
+  e.resolve = resolve_bert;
+  e.describe = describe_options<BertOptions>;
+  e.from_hf = bert_from_hf;
+  e.to_hf = bert_to_hf;
+  e.architectures = {{"bert_pretraining", "BertForPreTraining"},
+                     {"text_classification", "BertForSequenceClassification"}};
+  // The head is the task's: the classifier for text classification, else MLM + NSP.
+  e.build = [](const json& section, const std::string& task) -> std::shared_ptr<torch::nn::Module> {
+    const auto o = read_options<BertOptions>(resolve_bert(section), "model", {"model_type"});
+    if (task == "text_classification") return BertForSequenceClassification(o).ptr();
+    return BertForPreTraining(o).ptr();
+  };
+  e.from_hf_tensors = bert_from_hf_tensors;
+  e.to_hf_tensors = bert_to_hf_tensors;
+  return e;
 }
 
 }  // namespace zoo::models

@@ -4,6 +4,7 @@
 
 #include "models/kernels/dropout.h"
 #include "models/kernels/linear.h"
+#include "models/entry_helpers.h"
 
 namespace zoo::models {
 
@@ -169,5 +170,57 @@ void gpt2_from_hf_tensors(std::map<std::string, torch::Tensor>& tensors) {
 }
 
 void gpt2_to_hf_tensors(std::map<std::string, torch::Tensor>& tensors) { transpose_conv1d(tensors); }
+
+// The registry entry (models/registry.h).
+namespace {
+json resolve_gpt2(const json& merged) {
+  auto o = read_options<GPT2Options>(merged, "model", {"model_type"});
+  GPT2Options check = o;  // vocab_size 0 means "from the data": the task fills it in
+  if (check.vocab_size == 0) check.vocab_size = std::max<int64_t>({1, o.bos_token_id + 1, o.eos_token_id + 1});
+  check.validate();
+  json out = {{"model_type", "gpt2"}};
+  out.update(to_json(o));
+  return out;
+}
+
+json gpt2_from_hf(const json& hf) {
+  json model = {{"model_type", "gpt2"}};
+  for (const auto& doc : describe_options<GPT2Options>())
+    if (hf.contains(doc.key) && !hf[doc.key].is_null()) model[doc.key] = hf[doc.key];
+  if (!hf.contains("n_positions") && hf.contains("n_ctx")) model["n_positions"] = hf["n_ctx"];  // older configs
+  return model;
+}
+
+json gpt2_to_hf(const json& model, const std::string& architecture) {
+  json hf = model;
+  if (model.value("n_inner", 0) == 0) hf["n_inner"] = nullptr;
+  for (const char* id : {"bos_token_id", "eos_token_id"})
+    if (model.value(id, -1) < 0) hf[id] = nullptr;
+  hf["architectures"] = {architecture};
+  hf["n_ctx"] = model.value("n_positions", 1024);
+  hf["tie_word_embeddings"] = true;
+  hf["scale_attn_weights"] = true;
+  hf["use_cache"] = true;
+  hf["torch_dtype"] = "float32";
+  return hf;
+}
+}  // namespace
+
+ModelEntry gpt2_entry() {
+  ModelEntry e;
+  e.model_type = "gpt2";
+  e.default_task = "language_modeling";
+  e.resolve = resolve_gpt2;
+  e.describe = describe_options<GPT2Options>;
+  e.from_hf = gpt2_from_hf;
+  e.to_hf = gpt2_to_hf;
+  e.architectures = {{"language_modeling", "GPT2LMHeadModel"}};
+  e.build = [](const json& section, const std::string&) {
+    return GPT2LMHeadModel(read_options<GPT2Options>(resolve_gpt2(section), "model", {"model_type"})).ptr();
+  };
+  e.from_hf_tensors = gpt2_from_hf_tensors;
+  e.to_hf_tensors = gpt2_to_hf_tensors;
+  return e;
+}
 
 }  // namespace zoo::models

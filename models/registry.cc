@@ -3,12 +3,8 @@
 #include <algorithm>
 #include <map>
 
-#include "models/bert.h"
+#include "models/entry_helpers.h"
 #include "models/model_size.h"
-#include "models/gpt.h"
-#include "models/seq2seq.h"
-#include "models/transformer.h"
-#include "models/vit.h"
 
 namespace zoo::models {
 
@@ -83,58 +79,6 @@ const std::map<std::string, Preset>& presets() {
   return p;
 }
 
-// Keys of a translation model's section beside its options' fields: the target
-// vocabulary's <start> and <end> ids, which the translation task fills in from the data.
-const std::vector<std::string>& translation_extra_keys() {
-  static const std::vector<std::string> keys{"model_type", "bos_id", "eos_id"};
-  return keys;
-}
-
-// The section of a translation model (Seq2SeqOptions, TransformerOptions): vocabulary sizes
-// of 0 (absent) mean "from the data", the task fills them in; everything else is checked
-// now, with stand-in sizes.
-template <class Options>
-json resolve_translation_model(const json& merged, const std::string& model_type) {
-  auto o = read_options<Options>(merged, "model", translation_extra_keys());
-  int64_t special[2] = {-1, -1};
-  const char* names[2] = {"bos_id", "eos_id"};
-  for (int i = 0; i < 2; ++i) {
-    if (!merged.contains(names[i])) continue;
-    const std::string where = cat("model.", names[i]);
-    detail::read_value(merged[names[i]], where, special[i]);
-    detail::check_limits(where, special[i], at_least(-1));
-    if (o.target_vocab_size > 0 && special[i] >= o.target_vocab_size)
-      throw Error(cat("config: ", where, " (", special[i], ") must be below model.target_vocab_size (",
-                      o.target_vocab_size, ")"));
-  }
-  Options check = o;
-  const int64_t stand_in = std::max(check.source_vocab_size, check.target_vocab_size);
-  for (int64_t* size : {&check.source_vocab_size, &check.target_vocab_size})
-    if (*size == 0) *size = stand_in > 0 ? stand_in : check.pad_id + 1;
-  check.validate();
-  json out = {{"model_type", model_type}};
-  out.update(to_json(o));
-  if (o.source_vocab_size == 0) out.erase("source_vocab_size");
-  if (o.target_vocab_size == 0) out.erase("target_vocab_size");
-  if (special[0] >= 0) out["bos_id"] = special[0];
-  if (special[1] >= 0) out["eos_id"] = special[1];
-  return out;
-}
-
-json resolve_seq2seq(const json& merged) { return resolve_translation_model<Seq2SeqOptions>(merged, "seq2seq"); }
-json resolve_transformer(const json& merged) {
-  return resolve_translation_model<TransformerOptions>(merged, "transformer");
-}
-
-
-json resolve_vit(const json& merged) {
-  auto o = read_options<ViTOptions>(merged, "model", {"model_type"});
-  o.validate();
-  json out = {{"model_type", "vit"}};
-  out.update(to_json(o));
-  return out;
-}
-
 // Hugging Face's id2label {"0": name, ...} -> labels by index.
 std::vector<std::string> labels_of(const json& id2label) {
   std::vector<std::string> labels(id2label.size());
@@ -151,16 +95,10 @@ std::vector<std::string> labels_of(const json& id2label) {
   return labels;
 }
 
-// The fields of `Options` that a Hugging Face config carries under the same names.
-template <class Options>
-json same_named_fields(const json& hf, const std::string& model_type) {
-  json model = {{"model_type", model_type}};
-  for (const auto& doc : describe_options<Options>())
-    if (hf.contains(doc.key)) model[doc.key] = hf[doc.key];
-  return model;
-}
+}  // namespace
 
-// A classifier's names and count from Hugging Face's id2label, when the config has one.
+namespace entry {
+
 json with_labels_of_hf(json model, const json& hf) {
   if (hf.contains("id2label") && hf["id2label"].is_object()) {
     const auto labels = labels_of(hf["id2label"]);
@@ -170,9 +108,6 @@ json with_labels_of_hf(json model, const json& hf) {
   return model;
 }
 
-json vit_from_hf(const json& hf) { return with_labels_of_hf(same_named_fields<ViTOptions>(hf, "vit"), hf); }
-
-// Classification heads: labels become id2label/label2id ("LABEL_i" when unnamed).
 json with_hf_labels(json hf) {
   json id2label = json::object(), label2id = json::object();
   const int64_t n = hf.value("num_labels", 0);
@@ -189,194 +124,16 @@ json with_hf_labels(json hf) {
   return hf;
 }
 
-json vit_to_hf(const json& model, const std::string& architecture) {
-  json hf = with_hf_labels(model);
-  hf["architectures"] = {architecture};
-  hf["encoder_stride"] = model.value("patch_size", 16);
-  hf["torch_dtype"] = "float32";
-  return hf;
+const std::vector<std::string>& translation_extra_keys() {
+  static const std::vector<std::string> keys{"model_type", "bos_id", "eos_id"};
+  return keys;
 }
 
-json seq2seq_from_hf(const json& hf) {  // what seq2seq_to_hf writes
-  json model = same_named_fields<Seq2SeqOptions>(hf, "seq2seq");
-  if (hf.contains("decoder_start_token_id")) model["bos_id"] = hf["decoder_start_token_id"];
-  if (hf.contains("eos_token_id")) model["eos_id"] = hf["eos_token_id"];
-  return model;
-}
-
-// No transformers class implements this GRU model; the file records the architecture and
-// the special ids under Hugging Face's encoder-decoder names (zoo loads it back).
-json seq2seq_to_hf(const json& model, const std::string& architecture) {
-  json hf = model;
-  hf.erase("bos_id");
-  hf.erase("eos_id");
-  hf["architectures"] = {architecture};
-  hf["is_encoder_decoder"] = true;
-  hf["vocab_size"] = model.value("target_vocab_size", 0);
-  hf["hidden_size"] = model.value("units", 0);
-  hf["pad_token_id"] = model.value("pad_id", 0);
-  hf["bos_token_id"] = model.value("bos_id", -1);
-  hf["decoder_start_token_id"] = model.value("bos_id", -1);
-  hf["eos_token_id"] = model.value("eos_id", -1);
-  hf["torch_dtype"] = "float32";
-  return hf;
-}
-
-// Our Transformer section <-> Hugging Face's MarianConfig. Marian is post-norm with no final
-// LayerNorms, so a pre-norm model has no Marian form.
-const std::vector<std::pair<const char*, const char*>>& transformer_marian_names() {
-  static const std::vector<std::pair<const char*, const char*>> names{
-      {"source_vocab_size", "vocab_size"}, {"target_vocab_size", "decoder_vocab_size"},
-      {"pad_id", "pad_token_id"},          {"bos_id", "decoder_start_token_id"},
-      {"eos_id", "eos_token_id"}};
-  return names;
-}
-
-json transformer_from_hf(const json& hf) {
-  json model = same_named_fields<TransformerOptions>(hf, "transformer");
-  for (const auto& [ours, theirs] : transformer_marian_names())
-    if (hf.contains(theirs) && !hf[theirs].is_null()) model[ours] = hf[theirs];
-  if (!model.contains("target_vocab_size") && hf.contains("vocab_size")) model["target_vocab_size"] = hf["vocab_size"];
-  if (hf.contains("normalize_before") && hf["normalize_before"].is_boolean() && hf["normalize_before"].get<bool>())
-    throw Error("Hugging Face config: normalize_before is true; Marian models are post-norm");
-  return model;
-}
-
-json transformer_to_hf(const json& model, const std::string& architecture) {
-  if (model.value("normalize_before", false))
-    throw Error("this Transformer is pre-norm (model.normalize_before = true): Hugging Face's MarianMTModel is "
-                "post-norm only, so it has no Marian export; train with normalize_before false to export");
-  json hf = model;
-  hf.erase("normalize_before");
-  hf.erase("model_type");
-  for (const auto& [ours, theirs] : transformer_marian_names()) {
-    hf.erase(ours);
-    if (model.contains(ours)) hf[theirs] = model[ours];
-  }
-  hf["model_type"] = "marian";
-  hf["architectures"] = {architecture};
-  hf["is_encoder_decoder"] = true;
-  hf["forced_eos_token_id"] = hf.value("eos_token_id", 0);
-  hf["bos_token_id"] = hf.value("decoder_start_token_id", 0);
-  hf["num_hidden_layers"] = model.value("encoder_layers", 6);
-  hf["encoder_layerdrop"] = 0.0;
-  hf["decoder_layerdrop"] = 0.0;
-  hf["use_cache"] = true;
-  hf["torch_dtype"] = "float32";
-  return hf;
-}
-
-json resolve_gpt2(const json& merged) {
-  auto o = read_options<GPT2Options>(merged, "model", {"model_type"});
-  GPT2Options check = o;  // vocab_size 0 means "from the data": the task fills it in
-  if (check.vocab_size == 0) check.vocab_size = std::max<int64_t>({1, o.bos_token_id + 1, o.eos_token_id + 1});
-  check.validate();
-  json out = {{"model_type", "gpt2"}};
-  out.update(to_json(o));
-  return out;
-}
-
-json gpt2_from_hf(const json& hf) {
-  json model = {{"model_type", "gpt2"}};
-  for (const auto& doc : describe_options<GPT2Options>())
-    if (hf.contains(doc.key) && !hf[doc.key].is_null()) model[doc.key] = hf[doc.key];
-  if (!hf.contains("n_positions") && hf.contains("n_ctx")) model["n_positions"] = hf["n_ctx"];  // older configs
-  return model;
-}
-
-json gpt2_to_hf(const json& model, const std::string& architecture) {
-  json hf = model;
-  if (model.value("n_inner", 0) == 0) hf["n_inner"] = nullptr;
-  for (const char* id : {"bos_token_id", "eos_token_id"})
-    if (model.value(id, -1) < 0) hf[id] = nullptr;
-  hf["architectures"] = {architecture};
-  hf["n_ctx"] = model.value("n_positions", 1024);
-  hf["tie_word_embeddings"] = true;
-  hf["scale_attn_weights"] = true;
-  hf["use_cache"] = true;
-  hf["torch_dtype"] = "float32";
-  return hf;
-}
-
-json resolve_bert(const json& merged) {
-  auto o = read_options<BertOptions>(merged, "model", {"model_type"});
-  BertOptions check = o;  // vocab_size 0 means "from the data": the task fills it in
-  if (check.vocab_size == 0) check.vocab_size = check.pad_token_id + 1;
-  check.validate();
-  json out = {{"model_type", "bert"}};
-  out.update(to_json(o));
-  return out;
-}
-
-json bert_from_hf(const json& hf) { return with_labels_of_hf(same_named_fields<BertOptions>(hf, "bert"), hf); }
-
-json bert_to_hf(const json& model, const std::string& architecture) {
-  json hf = model;
-  if (architecture == "BertForSequenceClassification") {
-    hf = with_hf_labels(model);
-  } else {  // pretraining heads have no classes
-    hf.erase("labels");
-    hf.erase("num_labels");
-  }
-  hf.erase("position_embedding_init");  // zoo's: how training starts, not a BertConfig field
-  hf["architectures"] = {architecture};
-  hf["position_embedding_type"] = "absolute";
-  hf["torch_dtype"] = "float32";
-  return hf;
-}
-
-std::shared_ptr<torch::nn::Module> build_bert(const json& section) {
-  return BertForPreTraining(read_options<BertOptions>(resolve_bert(section), "model", {"model_type"})).ptr();
-}
-
-std::shared_ptr<torch::nn::Module> build_gpt2(const json& section) {
-  return GPT2LMHeadModel(read_options<GPT2Options>(resolve_gpt2(section), "model", {"model_type"})).ptr();
-}
-
-std::shared_ptr<torch::nn::Module> build_vit(const json& section) {
-  return ViTForImageClassification(read_options<ViTOptions>(resolve_vit(section), "model", {"model_type"}))
-      .ptr();
-}
-
-// Resolving again checks bos_id/eos_id against the vocabulary sizes the task filled in.
-std::shared_ptr<torch::nn::Module> build_seq2seq(const json& section) {
-  return Seq2Seq(read_options<Seq2SeqOptions>(resolve_seq2seq(section), "model", translation_extra_keys())).ptr();
-}
-
-// Resolving again checks bos_id/eos_id against the vocabulary sizes the task filled in.
-std::shared_ptr<torch::nn::Module> build_transformer(const json& section) {
-  return Transformer(read_options<TransformerOptions>(resolve_transformer(section), "model", translation_extra_keys()))
-      .ptr();
-}
-
-template <class Options>
-std::vector<detail::Doc> translation_docs() {
-  auto docs = describe_options<Options>();
-  docs.push_back({"bos_id", "int", "-1", "id of <start> in the target vocabulary (filled in from the data)", ">= -1"});
-  docs.push_back({"eos_id", "int", "-1", "id of <end> in the target vocabulary (filled in from the data)", ">= -1"});
-  return docs;
-}
-
-}  // namespace
+}  // namespace entry
 
 const std::vector<ModelEntry>& model_registry() {
-  static const std::vector<ModelEntry> table{
-      {"vit", "image_classification", resolve_vit, describe_options<ViTOptions>, vit_from_hf, vit_to_hf,
-       {{"image_classification", "ViTForImageClassification"}}, build_vit, /*is_encoder_decoder=*/false, nullptr,
-       nullptr, ""},
-      {"seq2seq", "translation", resolve_seq2seq, translation_docs<Seq2SeqOptions>, seq2seq_from_hf, seq2seq_to_hf,
-       {{"translation", "Seq2SeqGRUAttention"}}, build_seq2seq, /*is_encoder_decoder=*/true, nullptr,
-       nullptr, ""},
-      {"transformer", "translation", resolve_transformer, translation_docs<TransformerOptions>, transformer_from_hf,
-       transformer_to_hf, {{"translation", "MarianMTModel"}}, build_transformer, /*is_encoder_decoder=*/true,
-       transformer_from_hf_tensors, transformer_to_hf_tensors, "marian"},
-      {"gpt2", "language_modeling", resolve_gpt2, describe_options<GPT2Options>, gpt2_from_hf, gpt2_to_hf,
-       {{"language_modeling", "GPT2LMHeadModel"}}, build_gpt2, /*is_encoder_decoder=*/false, gpt2_from_hf_tensors,
-       gpt2_to_hf_tensors, ""},
-      {"bert", "bert_pretraining", resolve_bert, describe_options<BertOptions>, bert_from_hf, bert_to_hf,
-       {{"bert_pretraining", "BertForPreTraining"}, {"text_classification", "BertForSequenceClassification"}}, build_bert, /*is_encoder_decoder=*/false, bert_from_hf_tensors,
-       bert_to_hf_tensors, ""},
-  };
+  static const std::vector<ModelEntry> table{vit_entry(), seq2seq_entry(), transformer_entry(), gpt2_entry(),
+                                             bert_entry()};
   return table;
 }
 
@@ -427,8 +184,8 @@ auto built_or_named(const json& section, Build build) {
 }
 }  // namespace
 
-std::shared_ptr<torch::nn::Module> build_model(const json& section) {
-  return built_or_named(section, [&] { return model_entry(model_type_of(section)).build(section); });
+std::shared_ptr<torch::nn::Module> build_model(const json& section, const std::string& task) {
+  return built_or_named(section, [&] { return model_entry(model_type_of(section)).build(section, task); });
 }
 
 std::shared_ptr<EncoderDecoder> build_encoder_decoder(const json& section) {
@@ -437,7 +194,7 @@ std::shared_ptr<EncoderDecoder> build_encoder_decoder(const json& section) {
   if (!entry.is_encoder_decoder)
     throw Error(cat("config: model_type '", type,
                     "' is not an encoder-decoder; translation needs one of: ", join(encoder_decoder_types())));
-  auto model = std::dynamic_pointer_cast<EncoderDecoder>(built_or_named(section, [&] { return entry.build(section); }));
+  auto model = std::dynamic_pointer_cast<EncoderDecoder>(built_or_named(section, [&] { return entry.build(section, entry.default_task); }));
   if (!model)  // a registry mistake, not a config one
     throw Error(cat("model_type '", type,
                     "': the registry says is_encoder_decoder, but its build() returned a module that does not "

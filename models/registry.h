@@ -1,12 +1,13 @@
 #pragma once
 // The model registry: one table entry per model type, and presets by name.
 //
-// Adding a model family is one entry (models/registry.cc, kModels): how to resolve its
-// config section (defaults, limits, cross-field checks), how to read and write a Hugging
-// Face config.json, the Hugging Face architecture name of each head, keyed by the task
-// that uses the head, and how to build the model from a section. The entry names the task
-// a config gets when it names none; the task table (train/task_registry.h) says which
-// tasks a model type can serve.
+// Adding a model family is one entry, written beside the model (vit.cc: vit_entry()) and
+// listed in model_registry(): how to resolve its config section (defaults, limits,
+// cross-field checks), how to read and write a Hugging Face config.json, the Hugging Face
+// architecture name of each head, keyed by the task that uses the head, and how to build
+// the model of a section for a task. The entry names the task a config gets when it names
+// none; the task table (train/task_registry.h) says which tasks a model type can serve.
+// models/entry_helpers.h holds what the entries share.
 //
 // Translation models are built through build_encoder_decoder(): their entry sets
 // is_encoder_decoder, their build() returns a module that implements EncoderDecoder
@@ -43,9 +44,10 @@ struct ModelEntry {
   std::function<json(const json& section, const std::string& architecture)> to_hf;
   /// Hugging Face architecture name (the class that holds the head) per task.
   std::map<std::string, std::string> architectures;
-  /// A complete model section (resolved, with what the task filled in from the data)
-  /// -> the model, its weights drawn from the global RNG; throws zoo::Error naming the key.
-  std::function<std::shared_ptr<torch::nn::Module>(const json& section)> build;
+  /// A complete model section (resolved, with what the task filled in from the data) and the
+  /// task (which head: BERT's pretraining heads or its classifier) -> the model, its weights
+  /// drawn from the global RNG; throws zoo::Error naming the key.
+  std::function<std::shared_ptr<torch::nn::Module>(const json& section, const std::string& task)> build;
   /// True when build() returns an EncoderDecoder (Hugging Face's is_encoder_decoder).
   bool is_encoder_decoder = false;
   /// Tensors of a model.safetensors (Hugging Face's or zoo's: both hold Hugging Face's
@@ -58,6 +60,13 @@ struct ModelEntry {
   std::string hf_model_type;
 };
 
+/// The families' entries (each beside its model).
+ModelEntry vit_entry();
+ModelEntry seq2seq_entry();
+ModelEntry transformer_entry();
+ModelEntry gpt2_entry();
+ModelEntry bert_entry();
+
 /// Every model type, in table order.
 const std::vector<ModelEntry>& model_registry();
 /// The entry of `model_type`; throws zoo::Error listing the types (with "did you mean").
@@ -69,8 +78,9 @@ std::vector<std::string> preset_names();
 /// Model types whose entry is_encoder_decoder ("seq2seq", ...).
 std::vector<std::string> encoder_decoder_types();
 
-/// The model of a complete section (its model_type's build()).
-std::shared_ptr<torch::nn::Module> build_model(const json& section);
+/// The model of a complete section for `task` (its model_type's build(); "" or the entry's
+/// default_task: the family's default head).
+std::shared_ptr<torch::nn::Module> build_model(const json& section, const std::string& task = "");
 /// The translation model of a complete section; throws zoo::Error when its model_type is
 /// not an encoder-decoder (naming the ones that are).
 std::shared_ptr<EncoderDecoder> build_encoder_decoder(const json& section);

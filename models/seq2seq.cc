@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "models/entry_helpers.h"
 #include "models/kernels/dropout.h"
 
 namespace zoo::models {
@@ -270,6 +271,53 @@ torch::Tensor Seq2SeqImpl::step(const torch::Tensor& prev_tokens, DecoderState& 
 
 torch::Tensor Seq2SeqImpl::attention(const DecoderState& state) const {
   return state.has("attention") ? state.get("attention") : torch::Tensor();
+}
+
+// The registry entry (models/registry.h).
+namespace {
+json seq2seq_from_hf(const json& hf) {  // what seq2seq_to_hf writes
+  json model = entry::same_named_fields<Seq2SeqOptions>(hf, "seq2seq");
+  if (hf.contains("decoder_start_token_id")) model["bos_id"] = hf["decoder_start_token_id"];
+  if (hf.contains("eos_token_id")) model["eos_id"] = hf["eos_token_id"];
+  return model;
+}
+
+// No transformers class implements this GRU model; the file records the architecture and
+// the special ids under Hugging Face's encoder-decoder names (zoo loads it back).
+json seq2seq_to_hf(const json& model, const std::string& architecture) {
+  json hf = model;
+  hf.erase("bos_id");
+  hf.erase("eos_id");
+  hf["architectures"] = {architecture};
+  hf["is_encoder_decoder"] = true;
+  hf["vocab_size"] = model.value("target_vocab_size", 0);
+  hf["hidden_size"] = model.value("units", 0);
+  hf["pad_token_id"] = model.value("pad_id", 0);
+  hf["bos_token_id"] = model.value("bos_id", -1);
+  hf["decoder_start_token_id"] = model.value("bos_id", -1);
+  hf["eos_token_id"] = model.value("eos_id", -1);
+  hf["torch_dtype"] = "float32";
+  return hf;
+}
+}  // namespace
+
+ModelEntry seq2seq_entry() {
+  ModelEntry e;
+  e.model_type = "seq2seq";
+  e.default_task = "translation";
+  e.resolve = [](const json& merged) { return entry::resolve_translation_section<Seq2SeqOptions>(merged, "seq2seq"); };
+  e.describe = entry::translation_docs<Seq2SeqOptions>;
+  e.from_hf = seq2seq_from_hf;
+  e.to_hf = seq2seq_to_hf;
+  e.architectures = {{"translation", "Seq2SeqGRUAttention"}};
+  // Resolving again checks bos_id/eos_id against the vocabulary sizes the task filled in.
+  e.build = [](const json& section, const std::string&) {
+    return Seq2Seq(read_options<Seq2SeqOptions>(entry::resolve_translation_section<Seq2SeqOptions>(section, "seq2seq"),
+                                                "model", entry::translation_extra_keys()))
+        .ptr();
+  };
+  e.is_encoder_decoder = true;
+  return e;
 }
 
 }  // namespace zoo::models

@@ -5,6 +5,7 @@
 #include "models/kernels/dropout.h"
 #include "models/kernels/linear.h"
 #include "models/module_path.h"
+#include "models/entry_helpers.h"
 
 namespace zoo::models {
 
@@ -278,6 +279,78 @@ void transformer_to_hf_tensors(std::map<std::string, torch::Tensor>& tensors) {
   }
   if (!tensors.count("lm_head.weight") && tensors.count("model.decoder.embed_tokens.weight"))
     tensors["lm_head.weight"] = tensors["model.decoder.embed_tokens.weight"].clone();
+}
+
+// The registry entry (models/registry.h).
+namespace {
+// Our Transformer section <-> Hugging Face's MarianConfig. Marian is post-norm with no final
+// LayerNorms, so a pre-norm model has no Marian form.
+const std::vector<std::pair<const char*, const char*>>& transformer_marian_names() {
+  static const std::vector<std::pair<const char*, const char*>> names{
+      {"source_vocab_size", "vocab_size"}, {"target_vocab_size", "decoder_vocab_size"},
+      {"pad_id", "pad_token_id"},          {"bos_id", "decoder_start_token_id"},
+      {"eos_id", "eos_token_id"}};
+  return names;
+}
+
+json transformer_from_hf(const json& hf) {
+  json model = entry::same_named_fields<TransformerOptions>(hf, "transformer");
+  for (const auto& [ours, theirs] : transformer_marian_names())
+    if (hf.contains(theirs) && !hf[theirs].is_null()) model[ours] = hf[theirs];
+  if (!model.contains("target_vocab_size") && hf.contains("vocab_size")) model["target_vocab_size"] = hf["vocab_size"];
+  if (hf.contains("normalize_before") && hf["normalize_before"].is_boolean() && hf["normalize_before"].get<bool>())
+    throw Error("Hugging Face config: normalize_before is true; Marian models are post-norm");
+  return model;
+}
+
+json transformer_to_hf(const json& model, const std::string& architecture) {
+  if (model.value("normalize_before", false))
+    throw Error("this Transformer is pre-norm (model.normalize_before = true): Hugging Face's MarianMTModel is "
+                "post-norm only, so it has no Marian export; train with normalize_before false to export");
+  json hf = model;
+  hf.erase("normalize_before");
+  hf.erase("model_type");
+  for (const auto& [ours, theirs] : transformer_marian_names()) {
+    hf.erase(ours);
+    if (model.contains(ours)) hf[theirs] = model[ours];
+  }
+  hf["model_type"] = "marian";
+  hf["architectures"] = {architecture};
+  hf["is_encoder_decoder"] = true;
+  hf["forced_eos_token_id"] = hf.value("eos_token_id", 0);
+  hf["bos_token_id"] = hf.value("decoder_start_token_id", 0);
+  hf["num_hidden_layers"] = model.value("encoder_layers", 6);
+  hf["encoder_layerdrop"] = 0.0;
+  hf["decoder_layerdrop"] = 0.0;
+  hf["use_cache"] = true;
+  hf["torch_dtype"] = "float32";
+  return hf;
+}
+}  // namespace
+
+ModelEntry transformer_entry() {
+  ModelEntry e;
+  e.model_type = "transformer";
+  e.default_task = "translation";
+  e.resolve = [](const json& merged) {
+    return entry::resolve_translation_section<TransformerOptions>(merged, "transformer");
+  };
+  e.describe = entry::translation_docs<TransformerOptions>;
+  e.from_hf = transformer_from_hf;
+  e.to_hf = transformer_to_hf;
+  e.architectures = {{"translation", "MarianMTModel"}};
+  // Resolving again checks bos_id/eos_id against the vocabulary sizes the task filled in.
+  e.build = [](const json& section, const std::string&) {
+    return Transformer(read_options<TransformerOptions>(
+                           entry::resolve_translation_section<TransformerOptions>(section, "transformer"), "model",
+                           entry::translation_extra_keys()))
+        .ptr();
+  };
+  e.is_encoder_decoder = true;
+  e.from_hf_tensors = transformer_from_hf_tensors;
+  e.to_hf_tensors = transformer_to_hf_tensors;
+  e.hf_model_type = "marian";
+  return e;
 }
 
 }  // namespace zoo::models

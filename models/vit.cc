@@ -1,5 +1,6 @@
 #include "models/vit.h"
 
+#include "models/entry_helpers.h"
 #include "models/kernels/dropout.h"
 
 namespace zoo::models {
@@ -106,6 +107,34 @@ void ViTForImageClassificationImpl::reset_parameters() {
 torch::Tensor ViTForImageClassificationImpl::forward(const torch::Tensor& pixel_values) {
   auto hidden = vit(pixel_values);                     // (B, P+1, H)
   return classifier(hidden.select(1, 0));              // (B, num_labels)
+}
+
+// The registry entry (models/registry.h).
+namespace {
+json vit_from_hf(const json& hf) { return entry::with_labels_of_hf(entry::same_named_fields<ViTOptions>(hf, "vit"), hf); }
+
+json vit_to_hf(const json& model, const std::string& architecture) {
+  json hf = entry::with_hf_labels(model);
+  hf["architectures"] = {architecture};
+  hf["encoder_stride"] = model.value("patch_size", 16);
+  hf["torch_dtype"] = "float32";
+  return hf;
+}
+}  // namespace
+
+ModelEntry vit_entry() {
+  ModelEntry e;
+  e.model_type = "vit";
+  e.default_task = "image_classification";
+  e.resolve = [](const json& merged) { return entry::resolve_section<ViTOptions>(merged, "vit"); };
+  e.describe = describe_options<ViTOptions>;
+  e.from_hf = vit_from_hf;
+  e.to_hf = vit_to_hf;
+  e.architectures = {{"image_classification", "ViTForImageClassification"}};
+  e.build = [](const json& section, const std::string&) {
+    return ViTForImageClassification(read_options<ViTOptions>(entry::resolve_section<ViTOptions>(section, "vit"), "model", {"model_type"})).ptr();
+  };
+  return e;
 }
 
 }  // namespace zoo::models

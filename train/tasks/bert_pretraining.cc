@@ -58,7 +58,8 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
                     data_.layout == "segments" ? cat("data.max_length ", data_.max_length)
                                                : cat("2 x data.sentence_length ", data_.sentence_length, " + 1"),
                     ") but model.max_position_embeddings is ", positions_, "; raise it"));
-  model_ = models::BertForPreTraining(read_options<models::BertOptions>(resolved, "model", {"model_type"}));
+  model_ = models::BertForPreTraining(
+      std::dynamic_pointer_cast<models::BertForPreTrainingImpl>(models::build_model(resolved, "bert_pretraining")));
 }
 
 void BertPretrainingTask::build_examples() {

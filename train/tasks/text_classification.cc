@@ -47,8 +47,8 @@ TextClassificationTask::TextClassificationTask(const json& config, const TaskCon
   model["num_labels"] = data_.labels.size();
   model["labels"] = data_.labels;
   model["pad_token_id"] = pad_;
-  model_ = models::BertForSequenceClassification(
-      read_options<models::BertOptions>(models::resolve_model_config(model), "model", {"model_type"}));
+  model_ = models::BertForSequenceClassification(std::dynamic_pointer_cast<models::BertForSequenceClassificationImpl>(
+      models::build_model(models::resolve_model_config(model), "text_classification")));
 }
 
 void TextClassificationTask::load_vocab(const std::string& where) {
