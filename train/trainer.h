@@ -154,4 +154,7 @@ class Trainer {
 /// Trainer(task, args).run().
 TrainResult train(Task& task, const TrainerArgs& args);
 
+/// A tensor's bytes (contiguous, copied to the CPU): for fingerprints and RNG states.
+std::string tensor_bytes(const torch::Tensor& t);
+
 }  // namespace zoo

@@ -121,6 +121,12 @@ struct TranslationDataOptions {
 
 class TranslationTask : public Task, public Translator {
  public:
+  /// Padding is index 0 of both Keras-style vocabularies; the model must agree.
+  static constexpr int64_t kPadId = 0;
+  /// The vocabularies in a checkpoint directory.
+  static constexpr const char* kSourceVocabFile = "source_vocab.json";
+  static constexpr const char* kTargetVocabFile = "target_vocab.json";
+
   /// For training (`checkpoint_dir` empty): reads data.path, splits it, fits the
   /// vocabularies on the training split and completes config() with their sizes and the
   /// special ids. From a checkpoint: loads source_vocab.json / target_vocab.json from it and
