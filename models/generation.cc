@@ -259,6 +259,29 @@ std::vector<Hypothesis> greedy_decode(StepModel& model, DecoderState state,
 // ---------------------------------------------------------------------------------------
 // Beam search
 
+namespace {
+
+// Whether beam search can stop for a sentence at step t: `best_live` is the best score of its
+// live beams, `fin` its finished hypotheses.
+bool sentence_done(const std::vector<Hypothesis>& fin, double best_live, int64_t t, const GenerationOptions& options) {
+  const auto n_return = static_cast<size_t>(options.num_return_sequences);
+  if (!std::isfinite(best_live)) return true;
+  if (options.early_stopping && fin.size() >= static_cast<size_t>(options.num_beams)) return true;
+  if (fin.size() < n_return) return false;
+  // The n_return-th best finished score against the best score a live hypothesis can still
+  // reach: its log-prob only falls, and it ends with t + 2 .. max_new_tokens tokens
+  // (length_divisor is monotonic in the length, so an end point is extreme).
+  std::vector<double> fs;
+  for (const auto& h : fin) fs.push_back(h.score);
+  std::nth_element(fs.begin(), fs.begin() + (n_return - 1), fs.end(), std::greater<double>());
+  const double d1 = options.length_divisor(t + 2);
+  const double d2 = options.length_divisor(options.max_new_tokens);
+  const double bound = best_live <= 0 ? best_live / std::max(d1, d2) : best_live / std::min(d1, d2);
+  return fs[n_return - 1] >= bound;
+}
+
+}  // namespace
+
 std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, DecoderState state,
                                                  const GenerationOptions& options,
                                                  const Constraint* constraint) {
@@ -331,23 +354,8 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, DecoderState 
       }
 
       // Done? next_scores of the block are in decreasing order, so [a * beams] is the best.
-      const double best_live = next_scores[a * beams];
       auto& fin = finished[b];
-      bool is_done = last_step || !std::isfinite(best_live) ||
-                     (options.early_stopping && fin.size() >= static_cast<size_t>(beams));
-      if (!is_done && fin.size() >= n_return) {
-        // The n_return-th best finished score against the best score a live hypothesis can
-        // still reach: its log-prob only falls, and it ends with t + 2 .. max_new_tokens
-        // tokens (length_divisor is monotonic in the length, so an end point is extreme).
-        std::vector<double> fs;
-        for (const auto& h : fin) fs.push_back(h.score);
-        std::nth_element(fs.begin(), fs.begin() + (n_return - 1), fs.end(), std::greater<double>());
-        const double d1 = options.length_divisor(t + 2);
-        const double d2 = options.length_divisor(options.max_new_tokens);
-        const double bound =
-            best_live <= 0 ? best_live / std::max(d1, d2) : best_live / std::min(d1, d2);
-        is_done = fs[n_return - 1] >= bound;
-      }
+      const bool is_done = last_step || sentence_done(fin, next_scores[a * beams], t, options);
       if (is_done && fin.size() < n_return) {  // fill in with unfinished hypotheses
         for (int64_t k = 0; k < beams; ++k) {
           const int64_t i = a * beams + k;
