@@ -86,3 +86,7 @@ if [ "$LORA" -gt 0 ]; then
   rm -rf "$OUT/export-adapter"
   "$ZOO" export --checkpoint "$TUNED" --out "$OUT/export-adapter" --adapter
 fi
+
+ACCURACY=$(sed -n 's/.*"accuracy":\([0-9.eE+-]*\).*/\1/p' "$OUT/eval.json")
+EXAMPLES=$(sed -n 's/.*"examples":\([0-9]*\).*/\1/p' "$OUT/eval.json")
+echo "== IMDB test accuracy: $(awk -v a="$ACCURACY" 'BEGIN { printf "%.2f%%", 100 * a }') of $EXAMPLES reviews ($TUNED)"
