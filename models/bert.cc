@@ -185,7 +185,7 @@ ModelEntry bert_entry() {
                      {"text_classification", "BertForSequenceClassification"}};
   // The head is the task's: the classifier for text classification, else MLM + NSP.
   e.build = [](const json& section, const std::string& task) -> std::shared_ptr<torch::nn::Module> {
-    const auto o = read_options<BertOptions>(resolve_bert(section), "model", {"model_type"});
+    const auto o = read_options<BertOptions>(section, "model", {"model_type"});
     if (task == "text_classification") return BertForSequenceClassification(o).ptr();
     return BertForPreTraining(o).ptr();
   };

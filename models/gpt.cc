@@ -216,7 +216,7 @@ ModelEntry gpt2_entry() {
   e.to_hf = gpt2_to_hf;
   e.architectures = {{"language_modeling", "GPT2LMHeadModel"}};
   e.build = [](const json& section, const std::string&) {
-    return GPT2LMHeadModel(read_options<GPT2Options>(resolve_gpt2(section), "model", {"model_type"})).ptr();
+    return GPT2LMHeadModel(read_options<GPT2Options>(section, "model", {"model_type"})).ptr();
   };
   e.from_hf_tensors = gpt2_from_hf_tensors;
   e.to_hf_tensors = gpt2_to_hf_tensors;

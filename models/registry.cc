@@ -185,7 +185,8 @@ auto built_or_named(const json& section, Build build) {
 }  // namespace
 
 std::shared_ptr<torch::nn::Module> build_model(const json& section, const std::string& task) {
-  return built_or_named(section, [&] { return model_entry(model_type_of(section)).build(section, task); });
+  const ModelEntry& entry = model_entry(model_type_of(section));
+  return built_or_named(section, [&] { return entry.build(entry.resolve(section), task); });
 }
 
 std::shared_ptr<EncoderDecoder> build_encoder_decoder(const json& section) {
@@ -194,7 +195,7 @@ std::shared_ptr<EncoderDecoder> build_encoder_decoder(const json& section) {
   if (!entry.is_encoder_decoder)
     throw Error(cat("config: model_type '", type,
                     "' is not an encoder-decoder; translation needs one of: ", join(encoder_decoder_types())));
-  auto model = std::dynamic_pointer_cast<EncoderDecoder>(built_or_named(section, [&] { return entry.build(section, entry.default_task); }));
+  auto model = std::dynamic_pointer_cast<EncoderDecoder>(built_or_named(section, [&] { return entry.build(entry.resolve(section), entry.default_task); }));
   if (!model)  // a registry mistake, not a config one
     throw Error(cat("model_type '", type,
                     "': the registry says is_encoder_decoder, but its build() returned a module that does not "

@@ -44,9 +44,10 @@ struct ModelEntry {
   std::function<json(const json& section, const std::string& architecture)> to_hf;
   /// Hugging Face architecture name (the class that holds the head) per task.
   std::map<std::string, std::string> architectures;
-  /// A complete model section (resolved, with what the task filled in from the data) and the
-  /// task (which head: BERT's pretraining heads or its classifier) -> the model, its weights
-  /// drawn from the global RNG; throws zoo::Error naming the key.
+  /// A complete model section, as resolve() returns it (build_model() resolves it first, so
+  /// that a translation model's bos_id/eos_id are checked against the vocabulary sizes the
+  /// task filled in), and the task (which head: BERT's pretraining heads or its classifier)
+  /// -> the model, its weights drawn from the global RNG; throws zoo::Error naming the key.
   std::function<std::shared_ptr<torch::nn::Module>(const json& section, const std::string& task)> build;
   /// True when build() returns an EncoderDecoder (Hugging Face's is_encoder_decoder).
   bool is_encoder_decoder = false;

@@ -310,11 +310,8 @@ ModelEntry seq2seq_entry() {
   e.from_hf = seq2seq_from_hf;
   e.to_hf = seq2seq_to_hf;
   e.architectures = {{"translation", "Seq2SeqGRUAttention"}};
-  // Resolving again checks bos_id/eos_id against the vocabulary sizes the task filled in.
   e.build = [](const json& section, const std::string&) {
-    return Seq2Seq(read_options<Seq2SeqOptions>(entry::resolve_translation_section<Seq2SeqOptions>(section, "seq2seq"),
-                                                "model", entry::translation_extra_keys()))
-        .ptr();
+    return Seq2Seq(read_options<Seq2SeqOptions>(section, "model", entry::translation_extra_keys())).ptr();
   };
   e.is_encoder_decoder = true;
   return e;

@@ -339,12 +339,8 @@ ModelEntry transformer_entry() {
   e.from_hf = transformer_from_hf;
   e.to_hf = transformer_to_hf;
   e.architectures = {{"translation", "MarianMTModel"}};
-  // Resolving again checks bos_id/eos_id against the vocabulary sizes the task filled in.
   e.build = [](const json& section, const std::string&) {
-    return Transformer(read_options<TransformerOptions>(
-                           entry::resolve_translation_section<TransformerOptions>(section, "transformer"), "model",
-                           entry::translation_extra_keys()))
-        .ptr();
+    return Transformer(read_options<TransformerOptions>(section, "model", entry::translation_extra_keys())).ptr();
   };
   e.is_encoder_decoder = true;
   e.from_hf_tensors = transformer_from_hf_tensors;

@@ -132,7 +132,7 @@ ModelEntry vit_entry() {
   e.to_hf = vit_to_hf;
   e.architectures = {{"image_classification", "ViTForImageClassification"}};
   e.build = [](const json& section, const std::string&) {
-    return ViTForImageClassification(read_options<ViTOptions>(entry::resolve_section<ViTOptions>(section, "vit"), "model", {"model_type"})).ptr();
+    return ViTForImageClassification(read_options<ViTOptions>(section, "model", {"model_type"})).ptr();
   };
   return e;
 }
