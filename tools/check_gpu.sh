@@ -19,6 +19,9 @@
 #               the same validation loss as zoo eval; a transformers GPT2LMHeadModel
 #               (save_pretrained) generates the same greedy text in zoo, and zoo fine-tunes it
 #               (train.init_from) into an export transformers loads, again with zoo eval's loss
+#   finetune: tools/check_gpu_finetune.sh (GPT-2 124M in bf16, fp16, with gradient checkpointing
+#               and LoRA: step time and CUDA memory; bf16 against fp16 loss curves; PEFT loading
+#               zoo's adapter and transformers its sharded export)
 #   speed, families, nccl, precision: tools/check_gpu_speed.sh (GPT-2 124M against eager
 #               PyTorch and torch.compile with phases and kernel tables, CUDA graphs; the other
 #               families' steps beside their Python twins; NCCL with one and two processes;
@@ -28,7 +31,7 @@
 #                      [--steps N] [--skip-tests] [--targets LIST] [--tests-regex RE] [--budget S]
 #
 # --parts: a comma-separated subset of tests,vit,gpt-bench,gpt-recipe,gpt-interop,speed,
-# families,nccl,precision (default: all; `build` alone: only the build), so that a machine lent for
+# families,nccl,precision,finetune (default: all; `build` alone: only the build), so that a machine lent for
 # minutes at a time runs them one call each: the build (build-gpu/) and the runs
 # (build-gpu/check-runs/) are kept between calls.
 # --targets: build only these CMake targets (space-separated; default: all), the tests part
@@ -41,13 +44,14 @@
 # nlohmann-json3-dev, libcli11-dev, libgtest-dev, libstb-dev, libicu-dev, libicu72,
 # zlib1g-dev). --debs DIR: those packages' .deb files (`apt-get download` them into DIR on a
 # Debian 12 machine and bring DIR along), unpacked here into a temporary --deps prefix.
+# After a --deps/--debs build, `source build-gpu/env.sh` before running its programs by hand.
 # --data: the Fashion-MNIST IDX folder (default: Debian's). --steps: the ViT runs' steps.
 # --skip-tests: leave out the tests part.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 DEPS="" DEBS="" DATA=/usr/share/datasets/fashion-mnist OUT_DIR=gpu-check STEPS=600
-PARTS=tests,vit,gpt-bench,gpt-recipe,gpt-interop,speed,families,nccl,precision TARGETS="" TESTS_RE="" BUDGET=0
+PARTS=tests,vit,gpt-bench,gpt-recipe,gpt-interop,speed,families,nccl,precision,finetune TARGETS="" TESTS_RE="" BUDGET=0
 START=$(date +%s)
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -67,8 +71,8 @@ while [ $# -gt 0 ]; do
 done
 for part in ${PARTS//,/ }; do
   case "$part" in
-    build|tests|vit|gpt-bench|gpt-recipe|gpt-interop|speed|families|nccl|precision) ;;
-    *) echo "check_gpu.sh: unknown part '$part' in --parts (build, tests, vit, gpt-bench, gpt-recipe, gpt-interop, speed, families, nccl, precision)" >&2
+    build|tests|vit|gpt-bench|gpt-recipe|gpt-interop|speed|families|nccl|precision|finetune) ;;
+    *) echo "check_gpu.sh: unknown part '$part' in --parts (build, tests, vit, gpt-bench, gpt-recipe, gpt-interop, speed, families, nccl, precision, finetune)" >&2
        exit 2 ;;
   esac
 done
@@ -101,6 +105,9 @@ if [ -n "$DEPS" ]; then
   export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 BUILD=build-gpu
+mkdir -p "$BUILD"
+# For commands after this one (the programs need the unpacked libraries): source build-gpu/env.sh.
+echo "export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}" >"$BUILD/env.sh"
 status=0
 step() { echo "== $*"; }
 
@@ -198,6 +205,7 @@ cat "$OUT_DIR/interop.txt"
 fi
 
 source tools/check_gpu_gpt.sh
+source tools/check_gpu_finetune.sh
 source tools/check_gpu_speed.sh
 
 # The tests last: the timings above run on an otherwise idle machine.

@@ -33,6 +33,12 @@ if want speed && left 120 speed; then
   "$PY" tools/bench/step_table.py --tokens $((16 * 1024)) "$S" >"$OUT_DIR/speed_table.md" 2>&1 || status=1
   cat "$OUT_DIR/speed_table.md"
 
+  if left 100 loss; then
+    step "the language-model loss alone: cross-entropy over bf16 logits, five ways (lm_loss_bench.py)"
+    "$PY" tools/bench/lm_loss_bench.py >"$OUT_DIR/lm_loss.txt" 2>&1 || status=1
+    cat "$OUT_DIR/lm_loss.txt"
+  fi
+
   if left 90 phases; then
     step "phases (the device synchronised between them)"
     P="$OUT_DIR/speed_phases.txt"

@@ -207,6 +207,7 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   // (LoRA computes no gradient of the frozen weights: 4N).
   const double flops = tokens * ((s.lora > 0 ? 4.0 : 6.0) * n + 12.0 * o.n_layer * o.n_embd * t);
   const double step = median(times);
+  const auto peaks = zoo::memory_peaks(s.device);  // before matmul_peak's large matrices
   const double peak = matmul_peak(s.device.is_cpu() ? 1024 : 8192, s.device,
                                   s.amp() ? zoo::autocast_dtype(s.precision) : torch::kFloat);
   std::cout << "{\"impl\":\"zoo (C++)\",\"device\":\"" << s.device.str() << "\",\"precision\":\""
@@ -216,7 +217,8 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
             << ",\"tokens_per_s\":" << tokens / step
             << ",\"model_gflop_per_step\":" << flops / 1e9 << ",\"matmul_peak_gflops\":" << peak / 1e9
             << ",\"mfu\":" << flops / step / peak << ",\"gradient_checkpointing\":" << (s.recompute ? "true" : "false")
-            << ",\"peak_rss_mib\":" << zoo::memory_peaks(s.device).rss_mib << ",\"lora_r\":" << s.lora
+            << ",\"peak_rss_mib\":" << peaks.rss_mib << ",\"cuda_peak_allocated_mib\":" << peaks.cuda_allocated_mib
+            << ",\"lora_r\":" << s.lora
             << ",\"trained_parameters\":" << trained << ",\"adamw_state_mib\":" << 8.0 * trained / (1 << 20) << phase_json
             << "}" << std::endl;
   return 0;

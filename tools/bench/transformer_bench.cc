@@ -53,7 +53,9 @@ int train_mode(zoo::models::Transformer& model, const TrainSetup& s) {
   const int64_t tgt_len = s.tgt_len;
   model->to(s.device);
   model->train();
-  torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-3).betas({0.9, 0.98}));
+  // As zoo train runs tools/recipes/transformer_cmn.json (train.optim=adamw; fused on CUDA), with
+  // no weight decay: the twin's Adam, update for update.
+  zoo::ThreadedAdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3).betas({0.9, 0.98}).weight_decay(0));
   std::vector<double> times;
   for (int64_t i = 0; i < s.warmup + s.steps; ++i) {
     auto src = synthetic(s.batch, s.src_len, o.source_vocab_size, false).to(s.device);
