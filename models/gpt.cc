@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/kernels/cross_entropy.h"
 #include "models/kernels/dropout.h"
 #include "models/kernels/linear.h"
 #include "models/entry_helpers.h"
@@ -83,6 +84,10 @@ void GPT2LMHeadModelImpl::reset_parameters() {
 torch::Tensor GPT2LMHeadModelImpl::forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches) {
   auto hidden = transformer(input_ids, caches);
   return models::linear(hidden, transformer->wte->weight);  // tied output projection
+}
+
+torch::Tensor GPT2LMHeadModelImpl::loss(const torch::Tensor& input_ids, const torch::Tensor& labels) {
+  return linear_cross_entropy(transformer(input_ids), transformer->wte->weight, labels);
 }
 
 // --- decoding ---------------------------------------------------------------------------

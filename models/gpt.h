@@ -110,6 +110,9 @@ class GPT2LMHeadModelImpl : public torch::nn::Module {
   explicit GPT2LMHeadModelImpl(const GPT2Options& o);
   /// input_ids (B, T) -> logits (B, T, vocab_size). See GPT2ModelImpl::forward for caches.
   torch::Tensor forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches = nullptr);
+  /// The training loss: the mean cross-entropy (fp32) of forward(input_ids) against `labels`
+  /// (B, T), the next tokens, computed with the output layer in one (linear_cross_entropy).
+  torch::Tensor loss(const torch::Tensor& input_ids, const torch::Tensor& labels);
   const GPT2Options& options() const { return o_; }
   /// GPT-2's init: N(0, initializer_range), the residual projections (c_proj) with std
   /// initializer_range / sqrt(2 n_layer), zero biases, LayerNorm (1, 0).

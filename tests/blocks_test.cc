@@ -15,12 +15,14 @@
 
 #include "models/attention.h"
 #include "models/blocks.h"
+#include "models/kernels/cross_entropy.h"
 #include "models/kernels/dropout.h"
 #include "models/kernels/linear.h"
 #include "models/module_path.h"
 #include "models/vit.h"
 #include "test_util.h"
 #include "train/checkpoint.h"
+#include "train/precision.h"
 #include "train/safetensors.h"
 
 namespace zoo {
@@ -567,6 +569,43 @@ TEST(Linear, PaddedOutputWidthGivesThePlainProductAndGradients) {
         for (size_t i = 0; i < want.size(); ++i)
           EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-4)) << what << ", tensor " << i;
       }
+}
+
+// The output layer with its loss over padded rows (what GPT's training step runs on CUDA for
+// GPT-2's 50,257 words) gives the plain loss and gradients: fp32 on the CPU to rounding, and on
+// CUDA under bf16 autocast through linear_cross_entropy's own choice, against the narrowed
+// product's loss. A width that needs no padding is left as it is.
+TEST(LinearCrossEntropy, PaddedRowsGiveThePlainLossAndGradients) {
+  torch::manual_seed(10);
+  for (int64_t n : {1037, 1024}) {
+    const auto x0 = torch::randn({2, 150, 16}), w0 = torch::randn({n, 16}) * 0.5;
+    const auto labels0 = torch::randint(0, n, {2, 150});
+    auto run = [&](const torch::Device& device, int64_t pad_to, bool bf16) {
+      auto x = x0.to(device).detach().requires_grad_(), w = w0.to(device).detach().requires_grad_();
+      torch::Tensor loss;
+      {
+        zoo::AutocastGuard autocast(bf16, device);
+        loss = pad_to < 0 ? torch::nn::functional::cross_entropy(
+                                linear(x, w, torch::Tensor()).to(torch::kFloat).flatten(0, 1), labels0.to(device).flatten())
+                          : linear_cross_entropy(x, w, labels0.to(device), pad_to);
+      }
+      loss.backward();
+      return std::vector<torch::Tensor>{loss.detach().cpu(), x.grad().cpu().to(torch::kFloat),
+                                        w.grad().cpu().to(torch::kFloat)};
+    };
+    auto expect_close = [&](const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& want,
+                            double tolerance, const std::string& what) {
+      EXPECT_EQ(got[0].dim(), 0) << what;
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_TRUE(torch::allclose(got[i], want[i], tolerance, tolerance))
+            << what << ", tensor " << i << ": largest difference " << (got[i] - want[i]).abs().max().item<double>();
+    };
+    const auto plain = run(torch::kCPU, -1, false);
+    expect_close(run(torch::kCPU, 64, false), plain, 1e-6, "cpu n=" + std::to_string(n));
+    expect_close(run(torch::kCPU, 0, false), plain, 1e-6, "cpu, default padding, n=" + std::to_string(n));
+    if (torch::cuda::is_available())
+      expect_close(run(torch::kCUDA, 0, true), run(torch::kCUDA, -1, true), 2e-2, "cuda bf16 n=" + std::to_string(n));
+  }
 }
 
 // The mask, element by element, is the one apply_dropout documents: the seed is the default

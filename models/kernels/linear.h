@@ -29,6 +29,13 @@ inline torch::Tensor linear_padded(const torch::Tensor& x, const torch::Tensor& 
   return at::linear(x, w, b).narrow(-1, 0, n);
 }
 
+/// Whether linear() pads W on CUDA for this input: an output width that is not a multiple of 8
+/// (and at least 1,024), over many rows (not one decoding step's few).
+inline bool pads_output_width(const torch::Tensor& x, const torch::Tensor& weight) {
+  const bool many_rows = x.dim() >= 1 && x.numel() >= 256 * x.size(-1);
+  return weight.size(0) % 8 != 0 && weight.size(0) >= 1024 && many_rows;
+}
+
 inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (x.is_cpu()) {
     if (x.dim() >= 1 && x.numel() == x.size(-1)) {  // one row: cached decoding of one sequence
@@ -46,9 +53,7 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
     // for PyTorch's linear.
     return y.add_(bias.to(y.scalar_type()));  // the bias itself where the dtypes agree
   }
-  const bool many_rows = x.dim() >= 1 && x.numel() >= 256 * x.size(-1);  // not one decoding step's few rows
-  if (x.is_cuda() && weight.size(0) % 8 != 0 && weight.size(0) >= 1024 && many_rows)
-    return linear_padded(x, weight, bias);
+  if (x.is_cuda() && pads_output_width(x, weight)) return linear_padded(x, weight, bias);
   return at::linear(x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
 }
 

@@ -118,8 +118,7 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   auto x = ids.narrow(1, 0, t).contiguous(), y = ids.narrow(1, 1, t).contiguous();
   auto loss_of = [&](const zoo::Batch& b) {
     zoo::AutocastGuard autocast(s.amp(), s.device, zoo::autocast_dtype(s.precision));  // the forward pass, as zoo train
-    auto logits = model->forward(b["input_ids"]).to(torch::kFloat);
-    return torch::nn::functional::cross_entropy(logits.flatten(0, 1), b["labels"].flatten());
+    return model->loss(b["input_ids"], b["labels"]);
   };
   // ZOO_BENCH_PHASES=1: the device is also synchronised between forward, backward, clipping
   // and AdamW, and each phase's median is printed (one slice: --shards 1).

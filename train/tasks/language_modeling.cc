@@ -213,8 +213,7 @@ Batch LanguageModelingTask::make_train_batch(const std::vector<int64_t>& indices
 }
 
 Loss LanguageModelingTask::loss(const Batch& batch) {
-  auto logits = model_->forward(batch["input_ids"]).to(torch::kFloat);  // (B, T, V)
-  return {torch::nn::functional::cross_entropy(logits.flatten(0, 1), batch["labels"].flatten())};
+  return {model_->loss(batch["input_ids"], batch["labels"])};
 }
 
 bool LanguageModelingTask::splittable() const {
