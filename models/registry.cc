@@ -185,7 +185,8 @@ auto built_or_named(const json& section, Build build) {
 }  // namespace
 
 std::shared_ptr<torch::nn::Module> build_model(const json& section, const std::string& task) {
-  const ModelEntry& entry = model_entry(model_type_of(section));
+  const std::string type = model_type_of(section);  // named: GCC 13 warns of a reference bound through a temporary
+  const ModelEntry& entry = model_entry(type);
   return built_or_named(section, [&] { return entry.build(entry.resolve(section), task); });
 }
 
