@@ -213,9 +213,10 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
   if (causal && !causal_in_kernel && tq != 1)
     keep = torch::ones({tq, tk}, q.options().dtype(torch::kBool)).tril(tk - tq);
   if (mask.key_padding.defined()) {
-    TORCH_CHECK(mask.key_padding.dim() == 2 && mask.key_padding.size(1) == tk, "attention: key_padding must be (B, ",
-                tk, "), got ", mask.key_padding.sizes());
-    auto pad = mask.key_padding.to(torch::kBool).view({mask.key_padding.size(0), 1, 1, tk});
+    const auto& kp = mask.key_padding;
+    TORCH_CHECK((kp.dim() == 2 || (kp.dim() == 3 && kp.size(1) == tq)) && kp.size(-1) == tk,
+                "attention: key_padding must be (B, ", tk, ") or (B, ", tq, ", ", tk, "), got ", kp.sizes());
+    auto pad = kp.to(torch::kBool).view({kp.size(0), 1, kp.dim() == 3 ? tq : 1, tk});
     keep = keep.defined() ? keep.logical_and(pad) : pad;
   }
   torch::Tensor additive;

@@ -48,8 +48,8 @@ struct AttentionMask {
   AttentionMask() = default;
   AttentionMask(torch::Tensor key_padding, torch::Tensor additive = {})  // NOLINT: implicit on purpose
       : key_padding(std::move(key_padding)), additive(std::move(additive)) {}
-  /// (B, Tk) bool or 0/1, true = attend (Hugging Face's attention_mask). With a cache, Tk
-  /// counts the cached keys too.
+  /// (B, Tk) bool or 0/1, true = attend (Hugging Face's attention_mask), or (B, Tq, Tk) for
+  /// a rule per query. With a cache, Tk counts the cached keys too.
   torch::Tensor key_padding;
   /// Added to the scores, broadcastable to (B, heads, Tq, Tk): 0 = attend, very negative = not.
   torch::Tensor additive;

@@ -77,6 +77,13 @@ torch::Tensor LearnedPositions::operator()(const torch::Tensor& x, int64_t offse
   return x + (offset == 0 && t == options.max_positions() ? weight : weight.narrow(dim, offset, t));
 }
 
+torch::Tensor LearnedPositions::operator()(const torch::Tensor& x, const torch::Tensor& positions) const {
+  TORCH_CHECK(weight.dim() == 2, "per-sequence positions need an Embedding's table");
+  TORCH_CHECK(positions.numel() == 0 || positions.max().item<int64_t>() < options.max_positions(),
+              "positions beyond the ", options.max_positions(), " learned ones");
+  return x + torch::embedding(weight, positions);
+}
+
 namespace {
 // Truncated normal by inverse CDF, the method of torch.nn.init.trunc_normal_.
 void trunc_normal_(torch::Tensor t, double std) {

@@ -105,6 +105,9 @@ class LearnedPositions {
   LearnedPositions(torch::nn::Module& owner, const LearnedPositionsOptions& options);
   /// x (B, T, dim) + rows offset .. offset+T-1.
   torch::Tensor operator()(const torch::Tensor& x, int64_t offset = 0) const;
+  /// x (B, T, dim) + the rows `positions` (B, T) int64 name (each sequence its own positions:
+  /// a left-padded batch). An Embedding's table only.
+  torch::Tensor operator()(const torch::Tensor& x, const torch::Tensor& positions) const;
 
   LearnedPositionsOptions options;
   torch::Tensor weight;  // (max_positions, dim), or (1, max_positions, dim) as a parameter

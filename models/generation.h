@@ -41,6 +41,8 @@ class DecoderState {
   /// The entry's tensor; throws zoo::Error when there is none.
   const torch::Tensor& get(const std::string& name) const;
   bool has(const std::string& name) const { return entries_.count(name) > 0; }
+  /// Removes an entry (none: nothing happens).
+  void erase(const std::string& name) { entries_.erase(name); }
   /// Number of rows (N); 0 for an empty state. Throws when entries disagree.
   int64_t rows() const;
   /// Device of the entries (the CPU for an empty state).

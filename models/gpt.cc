@@ -1,5 +1,6 @@
 #include "models/gpt.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/kernels/cross_entropy.h"
@@ -34,8 +35,8 @@ GPT2BlockImpl::GPT2BlockImpl(const GPT2Options& o)
                      .fc1_name("mlp.c_fc")
                      .fc2_name("mlp.c_proj")) {}
 
-torch::Tensor GPT2BlockImpl::forward(const torch::Tensor& x, KVCache* cache) {
-  auto h = attention_block(x, [&](const torch::Tensor& n) { return attn(n, AttentionMask(), cache); });
+torch::Tensor GPT2BlockImpl::forward(const torch::Tensor& x, KVCache* cache, const AttentionMask& mask) {
+  auto h = attention_block(x, [&](const torch::Tensor& n) { return attn(n, mask, cache); });
   return mlp_block(h, [&](const torch::Tensor& n) { return mlp(n); });
 }
 
@@ -49,17 +50,36 @@ GPT2ModelImpl::GPT2ModelImpl(const GPT2Options& o) : o_(o) {
                          torch::nn::LayerNorm(torch::nn::LayerNormOptions({o.n_embd}).eps(o.layer_norm_epsilon)));
 }
 
-torch::Tensor GPT2ModelImpl::forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches) {
+torch::Tensor GPT2ModelImpl::forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches,
+                                     const torch::Tensor& attention_mask) {
   TORCH_CHECK(input_ids.dim() == 2, "GPT-2 expects input_ids of shape (B, T), got ", input_ids.sizes());
-  const int64_t past = caches && !caches->empty() ? caches->front().length() : 0;
-  if (past + input_ids.size(1) > o_.n_positions)
-    throw Error(cat("GPT-2: ", past + input_ids.size(1), " positions but the model has ", o_.n_positions,
+  const int64_t past = caches && !caches->empty() ? caches->front().length() : 0, t = input_ids.size(1);
+  if (past + t > o_.n_positions)
+    throw Error(cat("GPT-2: ", past + t, " positions but the model has ", o_.n_positions,
                     " (model.n_positions); use a shorter context"));
+  if (attention_mask.defined())
+    TORCH_CHECK(attention_mask.dim() == 2 && attention_mask.size(0) == input_ids.size(0) &&
+                    attention_mask.size(1) == past + t,
+                "GPT-2: attention_mask must be (B, cached + new) = (", input_ids.size(0), ", ", past + t, "), got ",
+                attention_mask.sizes());
   if (caches && caches->empty()) caches->resize(h->size());
-  auto x = apply_dropout((*wpe)(wte(input_ids), past), o_.embd_pdrop, is_training());
+  torch::Tensor x;
+  AttentionMask mask;
+  if (attention_mask.defined()) {  // each row's positions count its tokens (Hugging Face's position_ids)
+    const auto positions = (attention_mask.to(torch::kLong).cumsum(1) - 1).clamp_min(0).narrow(1, past, t);
+    x = (*wpe)(wte(input_ids), positions);
+    // Tokens see no padding; a padding position sees the padding before it, so that no row of
+    // scores is masked whole (what it computes is never read).
+    const auto valid = attention_mask.to(torch::kBool);
+    mask = AttentionMask(valid.unsqueeze(1).logical_or(valid.narrow(1, past, t).logical_not().unsqueeze(2)));
+  } else {
+    x = (*wpe)(wte(input_ids), past);
+  }
+  x = apply_dropout(x, o_.embd_pdrop, is_training());
   for (size_t i = 0; i < h->size(); ++i) {
     auto* block = h[i]->as<GPT2Block>();
-    if (caches) x = block->forward(x, &(*caches)[i]);
+    if (caches) x = block->forward(x, &(*caches)[i], mask);
+    else if (mask.key_padding.defined()) x = block->forward(x, nullptr, mask);
     else x = checkpointed(is_training(), x, [block](const torch::Tensor& in) { return block->forward(in, nullptr); });
   }
   return ln_f(x);
@@ -81,8 +101,9 @@ void GPT2LMHeadModelImpl::reset_parameters() {
   }
 }
 
-torch::Tensor GPT2LMHeadModelImpl::forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches) {
-  auto hidden = transformer(input_ids, caches);
+torch::Tensor GPT2LMHeadModelImpl::forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches,
+                                           const torch::Tensor& attention_mask) {
+  auto hidden = transformer(input_ids, caches, attention_mask);
   return models::linear(hidden, transformer->wte->weight);  // tied output projection
 }
 
@@ -105,15 +126,42 @@ DecoderState GPT2Decoder::start(const std::vector<int64_t>& prompt) {
   const auto device = model_->parameters().front().device();
   DecoderState state;
   state.set("tokens", torch::tensor(window, torch::kLong).view({1, -1}).to(device));
-  if (use_cache_ && !window.empty()) prefill(state.get("tokens"), state);
+  if (use_cache_ && !window.empty()) prefill(state.get("tokens"), {}, state);
+  return state;
+}
+
+DecoderState GPT2Decoder::start(const std::vector<std::vector<int64_t>>& prompts, int64_t pad_id) {
+  if (prompts.empty()) throw Error("generation needs at least one prompt");
+  const int64_t context = model_->options().n_positions;
+  int64_t longest = 0;
+  for (const auto& p : prompts) {
+    if (p.empty()) throw Error("generation needs prompts of at least one token");
+    longest = std::max(longest, std::min<int64_t>(p.size(), context));
+  }
+  const auto n = static_cast<int64_t>(prompts.size());
+  auto tokens = torch::full({n, longest}, pad_id, torch::kLong), mask = torch::zeros({n, longest}, torch::kLong);
+  for (int64_t r = 0; r < n; ++r) {
+    const auto& p = prompts[r];
+    const int64_t keep = std::min<int64_t>(p.size(), context);
+    tokens[r].narrow(0, longest - keep, keep).copy_(torch::tensor(std::vector<int64_t>(p.end() - keep, p.end())));
+    mask[r].narrow(0, longest - keep, keep).fill_(1);
+  }
+  const auto device = model_->parameters().front().device();
+  DecoderState state;
+  state.set("tokens", tokens.narrow(1, 0, longest - 1).to(device));  // all but the last: fed first
+  state.set("first", tokens.select(1, longest - 1).to(device));
+  if (mask.min().item<int64_t>() == 0) state.set("mask", mask.narrow(1, 0, longest - 1).to(device));
+  if (use_cache_ && longest > 1)
+    prefill(state.get("tokens"), state.has("mask") ? state.get("mask") : torch::Tensor(), state);
   return state;
 }
 
 // Runs `tokens` (N, T) through the model with fresh caches, stored in `state`; returns the
-// log-probabilities after the last token.
-torch::Tensor GPT2Decoder::prefill(const torch::Tensor& tokens, DecoderState& state) {
+// log-probabilities after the last token. `mask`: the tokens' attention mask (undefined: no
+// padding).
+torch::Tensor GPT2Decoder::prefill(const torch::Tensor& tokens, const torch::Tensor& mask, DecoderState& state) {
   std::vector<KVCache> caches;
-  auto logits = model_(tokens, &caches);
+  auto logits = model_(tokens, &caches, mask);
   for (size_t i = 0; i < caches.size(); ++i) {
     state.set(cache_name(i, 'k'), caches[i].key);
     state.set(cache_name(i, 'v'), caches[i].value);
@@ -123,22 +171,33 @@ torch::Tensor GPT2Decoder::prefill(const torch::Tensor& tokens, DecoderState& st
 
 torch::Tensor GPT2Decoder::step(const torch::Tensor& prev_tokens, DecoderState& state) {
   const int64_t window = model_->options().n_positions;
-  auto tokens = torch::cat({state.get("tokens"), prev_tokens.view({-1, 1})}, 1);  // (N, t + 1)
+  torch::Tensor prev = prev_tokens.view({-1, 1});
+  if (state.has("first")) {  // a batch's first step: each row's own last prompt token
+    prev = state.get("first").view({-1, 1});
+    state.erase("first");
+  }
+  auto tokens = torch::cat({state.get("tokens"), prev}, 1);  // (N, t + 1)
   state.set("tokens", tokens);
+  torch::Tensor mask;  // (N, t + 1) where the rows are padded
+  if (state.has("mask")) {
+    mask = torch::cat({state.get("mask"), torch::ones_like(prev)}, 1);
+    state.set("mask", mask);
+  }
+  auto last = [&](const torch::Tensor& t, int64_t n) { return t.defined() ? t.narrow(1, t.size(1) - n, n) : t; };
   if (!use_cache_) {  // recompute the window
-    auto context = tokens.size(1) > window ? tokens.narrow(1, tokens.size(1) - window, window) : tokens;
-    return model_(context).select(1, -1).to(torch::kFloat).log_softmax(-1);
+    const int64_t n = std::min(tokens.size(1), window);
+    return model_(last(tokens, n), nullptr, last(mask, n)).select(1, -1).to(torch::kFloat).log_softmax(-1);
   }
   const size_t layers = model_->options().n_layer;
   const int64_t cached = state.has(cache_name(0, 'k')) ? state.get(cache_name(0, 'k')).size(2) : 0;
   if (cached + 1 > window) {  // the context is full: rebuild from the last half of the window
     const int64_t keep = std::max<int64_t>(1, window / 2);
-    return prefill(tokens.narrow(1, tokens.size(1) - keep, keep), state);
+    return prefill(last(tokens, keep), last(mask, keep), state);
   }
   std::vector<KVCache> caches(layers);
   if (cached > 0)
     for (size_t i = 0; i < layers; ++i) caches[i] = {state.get(cache_name(i, 'k')), state.get(cache_name(i, 'v'))};
-  auto logits = model_(prev_tokens.view({-1, 1}), &caches);
+  auto logits = model_(prev, &caches, last(mask, cached + 1));
   for (size_t i = 0; i < layers; ++i) {
     state.set(cache_name(i, 'k'), caches[i].key);
     state.set(cache_name(i, 'v'), caches[i].value);

@@ -75,8 +75,9 @@ struct GPT2Options {
 class GPT2BlockImpl : public torch::nn::Module {
  public:
   explicit GPT2BlockImpl(const GPT2Options& o);
-  /// x (B, T, H) -> (B, T, H); with a cache, x holds the new steps only.
-  torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr);
+  /// x (B, T, H) -> (B, T, H); with a cache, x holds the new steps only. `mask`: the keys
+  /// each query may see besides the causal rule (padding).
+  torch::Tensor forward(const torch::Tensor& x, KVCache* cache = nullptr, const AttentionMask& mask = {});
 
  private:
   Residual attention_block;  // ln_1
@@ -91,8 +92,11 @@ class GPT2ModelImpl : public torch::nn::Module, public GradientCheckpointing {
  public:
   explicit GPT2ModelImpl(const GPT2Options& o);
   /// input_ids (B, T) int64 -> hidden states (B, T, H). With caches (one per block), the ids
-  /// are the next steps after the cached ones.
-  torch::Tensor forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches = nullptr);
+  /// are the next steps after the cached ones. attention_mask (B, cached + T), Hugging Face's:
+  /// 1 = a token, 0 = padding (a left-padded batch of prompts): no query attends to padding,
+  /// and positions count each row's tokens only, so a padded row computes what it would alone.
+  torch::Tensor forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches = nullptr,
+                        const torch::Tensor& attention_mask = {});
 
   torch::nn::Embedding wte{nullptr};
 
@@ -108,8 +112,10 @@ TORCH_MODULE(GPT2Model);
 class GPT2LMHeadModelImpl : public torch::nn::Module {
  public:
   explicit GPT2LMHeadModelImpl(const GPT2Options& o);
-  /// input_ids (B, T) -> logits (B, T, vocab_size). See GPT2ModelImpl::forward for caches.
-  torch::Tensor forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches = nullptr);
+  /// input_ids (B, T) -> logits (B, T, vocab_size). See GPT2ModelImpl::forward for caches and
+  /// the attention mask.
+  torch::Tensor forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches = nullptr,
+                        const torch::Tensor& attention_mask = {});
   /// The training loss: the mean cross-entropy (fp32) of forward(input_ids) against `labels`
   /// (B, T), the next tokens, computed with the output layer in one (linear_cross_entropy).
   torch::Tensor loss(const torch::Tensor& input_ids, const torch::Tensor& labels);
@@ -136,10 +142,15 @@ class GPT2Decoder : public StepModel {
   /// the caller feeds as the first step's previous token (GenerationOptions::bos_id).
   /// A prompt longer than the context keeps its last n_positions tokens.
   DecoderState start(const std::vector<int64_t>& prompt);
+  /// Several prompts (each at least one token) in one state, left-padded with `pad_id` to the
+  /// longest and masked (GPT2ModelImpl::forward's attention_mask), so that each row decodes as
+  /// it would alone. Each row's last token is fed at the first step in place of the step's
+  /// previous token (GenerationOptions::bos_id is then only a placeholder).
+  DecoderState start(const std::vector<std::vector<int64_t>>& prompts, int64_t pad_id);
   torch::Tensor step(const torch::Tensor& prev_tokens, DecoderState& state) override;
 
  private:
-  torch::Tensor prefill(const torch::Tensor& tokens, DecoderState& state);
+  torch::Tensor prefill(const torch::Tensor& tokens, const torch::Tensor& mask, DecoderState& state);
   GPT2LMHeadModel model_;
   bool use_cache_;
 };

@@ -15,7 +15,7 @@
 #include "test_util.h"
 #include "train/device.h"
 #include "train/task_registry.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 namespace fs = std::filesystem;
 

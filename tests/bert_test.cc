@@ -11,11 +11,11 @@
 #include <set>
 
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
+#include "io/checkpoint.h"
+#include "io/config.h"
 #include "train/device.h"
 #include "train/precision.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 namespace zoo {
 namespace {

@@ -21,9 +21,9 @@
 #include "models/module_path.h"
 #include "models/vit.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 #include "train/precision.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 namespace zoo {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "fixtures.h"
 #include "core/threads.h"
-#include "train/config.h"
+#include "io/config.h"
 #include "train/device.h"
 #include "train/precision.h"
 

@@ -6,7 +6,7 @@
 
 #include "models/registry.h"
 #include "test_util.h"
-#include "train/config.h"
+#include "io/config.h"
 #include "train/device.h"
 #include "train/task_registry.h"
 #include "train/trainer.h"

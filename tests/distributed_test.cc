@@ -14,7 +14,7 @@
 
 #include "test_util.h"
 #include "train/batch_stream.h"
-#include "train/config.h"
+#include "io/config.h"
 #include "train/distributed.h"
 #include "train/launch_env.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "test_util.h"
-#include "train/config.h"
+#include "io/config.h"
 
 namespace zoo::test {
 

@@ -1,14 +1,17 @@
 // GPT-2 (models/gpt.h): Hugging Face names and layout, the same logits as an independent
 // plain-PyTorch GPT-2 (tests/py/hf_gpt2.py) in both directions, and decoding with the
 // key/value cache equal to recomputing the prefix.
+#include <set>
+#include <sstream>
+
 #include <gtest/gtest.h>
 
 #include "models/gpt.h"
 #include "models/registry.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/config.h"
+#include "io/safetensors.h"
 #include "train/task_registry.h"
 
 namespace zoo {
@@ -184,6 +187,48 @@ TEST(GPT2, TooManyPositionsIsAnErrorNamingTheLimit) {
   }
 }
 
+// `zoo generate --prompts FILE` continues every line in batches (here of 2, with padding), one
+// JSON line per prompt in the file's order, each the greedy text `zoo generate --prompt` gives
+// it alone (a character model trained on the README, so that the continuations differ).
+TEST(GPT2, GenerateWithPromptsFileGivesEachPromptsTextAlone) {
+  test::TempDir dir;
+  write_json_file(dir / "lm.json",
+                  json{{"task", "language_modeling"},
+                       {"model", {{"preset", "gpt-nano-char"}}},
+                       {"data", {{"files", {std::string(ZOO_TESTS_DIR) + "/../README.md"}}, {"tokenizer", "char"},
+                                 {"block_size", 32}}},
+                       {"train", {{"max_steps", 300}, {"per_device_train_batch_size", 16}, {"learning_rate", 0.003},
+                                  {"save_steps", 300}, {"eval_steps", 300}, {"report_to_tensorboard", false}}}});
+  auto trained = test::run_zoo("train --config " + (dir / "lm.json") + " --output-dir " + (dir / "lm"));
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const std::string checkpoint = dir / "lm/checkpoint-300";
+  const std::vector<std::string> prompts{"the model", "a", "zoo train --con", "The "};
+  std::string file;
+  for (const auto& p : prompts) file += p + "\n";
+  test::write_file(dir / "prompts.txt", file);
+  const std::string options = " --greedy --max-new-tokens 12 --checkpoint " + checkpoint;
+  auto batched = test::run("{ " + std::string(ZOO_BINARY) + " generate --prompts " + (dir / "prompts.txt") +
+                           " --batch-size 2" + options + " 2>/dev/null; }");
+  ASSERT_EQ(batched.exit_code, 0) << batched.output;
+  std::istringstream lines(batched.output);
+  std::set<std::string> different;
+  for (const auto& p : prompts) {
+    std::string line;
+    ASSERT_TRUE(std::getline(lines, line)) << batched.output;
+    const json j = json::parse(line);
+    EXPECT_EQ(j.at("prompt"), p);
+    different.insert(j.at("completion").get<std::string>());
+    auto alone = test::run("{ " + std::string(ZOO_BINARY) + " generate --prompt '" + p + "'" + options + " 2>/dev/null; }");
+    ASSERT_EQ(alone.exit_code, 0) << alone.output;
+    EXPECT_EQ(p + j.at("completion").get<std::string>() + "\n", alone.output) << "prompt '" << p << "'";
+  }
+  EXPECT_GE(different.size(), 3u) << batched.output;  // a test that could tell the prompts apart
+  auto bad = test::run_zoo("generate --prompts " + (dir / "prompts.txt") + " --prompt x" + options);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.output.find("give one of --prompt TEXT, --prompt-file FILE and --prompts FILE"), std::string::npos)
+      << bad.output;
+}
+
 // The decoder with and without the cache chooses the same tokens, also past the context
 // (where the cache is rebuilt from the last half of the window).
 TEST(GPT2, DecoderWithCacheMatchesRecomputingWithinTheContext) {
@@ -211,6 +256,55 @@ TEST(GPT2, DecoderWithCacheMatchesRecomputingWithinTheContext) {
     return ob;
   }());
   EXPECT_EQ(beams[0][0].tokens.size(), 10u);
+}
+
+// Prompts of different lengths decoded as one left-padded batch give each prompt's own tokens
+// and log-probabilities: a padded row's logits equal its logits alone; greedy with the cache
+// within the context, recomputing also past it, and beam search.
+TEST(GPT2, ALeftPaddedBatchDecodesEachPromptAsAlone) {
+  auto m = perturbed(tiny(), 8);
+  torch::NoGradGuard g;
+  const std::vector<std::vector<int64_t>> prompts{{5, 9, 2, 7, 1, 3}, {4}, {8, 8, 30}, {11, 12, 13, 14, 15, 16, 17, 18}};
+  const int64_t longest = 8;
+  auto tokens = torch::zeros({4, longest}, torch::kLong), mask = torch::zeros({4, longest}, torch::kLong);
+  for (int64_t r = 0; r < 4; ++r) {
+    const auto n = static_cast<int64_t>(prompts[r].size());
+    tokens[r].narrow(0, longest - n, n).copy_(torch::tensor(prompts[r]));
+    mask[r].narrow(0, longest - n, n).fill_(1);
+  }
+  const auto batch = m->forward(tokens, nullptr, mask);
+  for (int64_t r = 0; r < 4; ++r) {
+    const auto n = static_cast<int64_t>(prompts[r].size());
+    const auto alone = m->forward(torch::tensor(prompts[r]).view({1, -1}))[0];
+    EXPECT_LE((batch[r].narrow(0, longest - n, n) - alone).abs().max().item<double>(), 1e-5) << "row " << r;
+  }
+  auto decode = [&](bool cache, int64_t new_tokens, int64_t beams) {
+    models::GPT2Decoder decoder(m, cache);
+    models::GenerationOptions o;
+    o.num_beams = beams;
+    o.max_new_tokens = new_tokens;
+    o.eos_id = 999;  // never: every row runs all its steps
+    std::vector<models::Hypothesis> alone;
+    for (const auto& p : prompts) {
+      o.bos_id = p.back();
+      alone.push_back(beams > 1 ? models::beam_search(decoder, decoder.start(p), o)[0][0]
+                                : models::greedy_decode(decoder, decoder.start(p), o)[0]);
+    }
+    o.bos_id = 0;  // a placeholder: each row's own last token comes first
+    std::vector<models::Hypothesis> together;
+    if (beams > 1)
+      for (auto& best : models::beam_search(decoder, decoder.start(prompts, 0), o)) together.push_back(best[0]);
+    else
+      together = models::greedy_decode(decoder, decoder.start(prompts, 0), o);
+    ASSERT_EQ(together.size(), prompts.size());
+    for (size_t r = 0; r < prompts.size(); ++r) {
+      EXPECT_EQ(together[r].tokens, alone[r].tokens) << "row " << r << (cache ? ", cached" : ", recomputed");
+      EXPECT_NEAR(together[r].log_prob, alone[r].log_prob, 1e-4) << "row " << r;
+    }
+  };
+  decode(true, 12, 1);   // 8 + 12 < 24 positions
+  decode(false, 30, 1);  // past the context: each row's window of its last 24 tokens
+  decode(true, 10, 3);
 }
 
 }  // namespace

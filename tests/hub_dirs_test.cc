@@ -10,9 +10,9 @@
 #include <set>
 
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/config.h"
+#include "io/safetensors.h"
 
 namespace zoo {
 namespace {

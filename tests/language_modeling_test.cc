@@ -16,7 +16,7 @@
 #include "data/tokenizer.h"
 #include "fixtures.h"
 #include "test_util.h"
-#include "train/config.h"
+#include "io/config.h"
 
 namespace zoo {
 namespace {

@@ -1,5 +1,6 @@
-// Includes run only downward: tools -> train -> models | data -> core. models/ and data/
-// are one floor but never include each other (a task in train/tasks/ joins them). The
+// Includes run only downward: tools -> train | predict -> io -> models | data -> core.
+// models/ and data/ are one floor but never include each other (a task in train/tasks/ or a
+// predictor joins them); so are train/ and predict/ (inference never needs the trainer). The
 // check reads every source file of the repository and fails naming the file, the line and
 // the include that goes the wrong way.
 #include <algorithm>
@@ -20,7 +21,8 @@ namespace {
 
 // Floor of each top-level folder; tests/ may include anything.
 const std::map<std::string, int>& floors() {
-  static const std::map<std::string, int> f{{"core", 0}, {"data", 1}, {"models", 1}, {"train", 2}, {"tools", 3}};
+  static const std::map<std::string, int> f{{"core", 0}, {"data", 1}, {"models", 1}, {"io", 2},
+                                                    {"train", 3}, {"predict", 3}, {"tools", 4}};
   return f;
 }
 
@@ -49,11 +51,13 @@ std::vector<std::string> layering_violations(const fs::path& root) {
         const auto it = floors().find(target);
         if (it == floors().end() || target == folder) continue;
         const bool upward = it->second > floor;
-        const bool sideways = it->second == floor;  // models <-> data
+        const bool sideways = it->second == floor;  // models <-> data, train <-> predict
         if (!upward && !sideways) continue;
         problems.push_back(file + ":" + std::to_string(n) + ": includes \"" + m[1].str() + "\": " + folder +
-                           "/ may include only floors below it (tools -> train -> models | data -> core)" +
-                           (sideways ? "; models/ and data/ meet only in train/tasks/" : ""));
+                           "/ may include only floors below it (tools -> train | predict -> io -> models | data -> core)" +
+                           (sideways ? (floor == 1 ? "; models/ and data/ meet only above them (train/tasks/, predict/)"
+                                                   : "; train/ and predict/ never include each other")
+                                     : ""));
       }
     }
   }
@@ -80,13 +84,18 @@ TEST(Layering, NamesTheFileLineAndIncludeOfAViolation) {
   zoo::test::TempDir dir;
   write(dir.path() / "core/error.h", "#pragma once\n");
   write(dir.path() / "models/ok.h", "#pragma once\n#include \"core/error.h\"\n#include <torch/torch.h>\n");
-  write(dir.path() / "models/up.h", "#pragma once\n\n#include \"train/config.h\"\n");
+  write(dir.path() / "models/up.h", "#pragma once\n\n#include \"io/config.h\"\n");
   write(dir.path() / "data/side.cc", "  #  include \"models/vit.h\"\n");
   write(dir.path() / "tools/top.cc", "#include \"train/trainer.h\"\n#include \"core/error.h\"\n");
+  write(dir.path() / "predict/p.cc", "#include \"io/checkpoint.h\"\n#include \"train/trainer.h\"\n");
+  write(dir.path() / "io/low.cc", "#include \"models/vit.h\"\n#include \"train/task.h\"\n");
   auto problems = layering_violations(dir.path());
   std::sort(problems.begin(), problems.end());
-  ASSERT_EQ(problems.size(), 2u);
+  ASSERT_EQ(problems.size(), 4u);
   EXPECT_EQ(problems[0].rfind("data/side.cc:1: includes \"models/vit.h\"", 0), 0u) << problems[0];
-  EXPECT_NE(problems[0].find("meet only in train/tasks/"), std::string::npos) << problems[0];
-  EXPECT_EQ(problems[1].rfind("models/up.h:3: includes \"train/config.h\"", 0), 0u) << problems[1];
+  EXPECT_NE(problems[0].find("models/ and data/ meet only above them"), std::string::npos) << problems[0];
+  EXPECT_EQ(problems[1].rfind("io/low.cc:2: includes \"train/task.h\"", 0), 0u) << problems[1];
+  EXPECT_EQ(problems[2].rfind("models/up.h:3: includes \"io/config.h\"", 0), 0u) << problems[2];
+  EXPECT_EQ(problems[3].rfind("predict/p.cc:2: includes \"train/trainer.h\"", 0), 0u) << problems[3];
+  EXPECT_NE(problems[3].find("train/ and predict/ never include each other"), std::string::npos) << problems[3];
 }

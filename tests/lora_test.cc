@@ -1,4 +1,4 @@
-// LoRA adapters (models/lora.h, train/adapters.h) end to end on a tiny GPT: train.lora from a
+// LoRA adapters (models/lora.h, io/adapters.h) end to end on a tiny GPT: train.lora from a
 // base checkpoint leaves the base bit-identical, trains only the adapters, writes PEFT's files;
 // a plain-PyTorch LoRA written from the paper's formula (tests/py/lora_reference.py) on the
 // exported base and adapter gives zoo's logits, and so does the merged export in the plain
@@ -11,8 +11,8 @@
 #include "fixtures.h"
 #include "models/gpt.h"
 #include "test_util.h"
-#include "train/adapters.h"
-#include "train/safetensors.h"
+#include "io/adapters.h"
+#include "io/safetensors.h"
 #include "train/task_registry.h"
 
 namespace zoo {

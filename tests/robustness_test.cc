@@ -21,10 +21,10 @@
 #include "data/pairs.h"
 #include "models/model_size.h"
 #include "models/registry.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
+#include "io/checkpoint.h"
+#include "io/config.h"
 #include "train/distributed.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 namespace zoo {
 namespace {

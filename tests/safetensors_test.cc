@@ -1,6 +1,6 @@
 // zoo::safetensors: round trips, interop with an independent Python implementation
 // (tests/py/safetensors_ref.py) in both directions, and hostile files built byte by byte.
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 #include <cmath>
 #include <cstdint>

@@ -5,7 +5,7 @@
 
 #include "models/sampling.h"
 #include "test_util.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 namespace zoo::models {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "models/seq2seq.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
 
 namespace zoo {
 namespace {

@@ -6,11 +6,11 @@
 #include "fixtures.h"
 #include "train_fixtures.h"
 #include "models/vit.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 #include "train/collective.h"
 #include "train/device.h"
 #include "train/optimizers.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 #include "train/task_registry.h"
 #include "train/trainer.h"
 

@@ -11,7 +11,7 @@
 #include "data/pairs.h"
 #include "data/text.h"
 #include "data/vocab.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 #include "train/task_registry.h"
 #include "train/tasks/translation.h"
 #include "test_util.h"

@@ -6,9 +6,9 @@
 #include "models/registry.h"
 #include "models/transformer.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/config.h"
+#include "io/safetensors.h"
 
 namespace zoo {
 namespace {

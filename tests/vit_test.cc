@@ -9,8 +9,8 @@
 #include "models/registry.h"
 #include "models/vit.h"
 #include "test_util.h"
-#include "train/checkpoint.h"
-#include "train/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
 #include "train/task_registry.h"
 #include "train/tasks/image_classification.h"
 

@@ -8,8 +8,8 @@
 #include "core/paths.h"
 #include "models/registry.h"
 #include "tools/commands.h"
-#include "train/adapters.h"
-#include "train/checkpoint.h"
+#include "io/adapters.h"
+#include "io/checkpoint.h"
 #include "train/task_registry.h"
 
 namespace fs = std::filesystem;

@@ -1,8 +1,11 @@
-// zoo generate --checkpoint DIR (--prompt TEXT | --prompt-file FILE) [--max-new-tokens N]
-//              [--temperature T] [--top-k K] [--top-p P] [--repetition-penalty R] [--beam N]
-//              [--greedy] [--seed S] [--stop STR]... [--no-cache] [--device D]
+// zoo generate --checkpoint DIR (--prompt TEXT | --prompt-file FILE | --prompts FILE)
+//              [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]
+//              [--repetition-penalty R] [--beam N] [--greedy] [--seed S] [--stop STR]...
+//              [--batch-size B] [--no-cache] [--device D]
 // Continues the prompt with a language model and streams the text to stdout as the tokens
 // are produced (sampling and greedy; beam search prints its best hypothesis at the end).
+// --prompts FILE: one prompt per line, continued in batches of B (left-padded, so greedy and
+// beam search give what each prompt gives alone); one JSON line per prompt, in order.
 #include <filesystem>
 #include <set>
 #include <cerrno>
@@ -12,10 +15,13 @@
 #include <limits>
 #include <sstream>
 
+#include <algorithm>
+#include <numeric>
+
 #include "data/text.h"
 #include "models/sampling.h"
 #include "tools/commands.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 #include "train/device.h"
 #include "train/task_registry.h"
 
@@ -27,6 +33,8 @@ struct GenerateArgs {
   std::string checkpoint;
   std::string prompt;
   std::string prompt_file;
+  std::string prompts;  // one prompt per line
+  int64_t batch_size = 8;
   int64_t max_new_tokens = 200;
   double temperature = 1.0;
   int64_t top_k = 0;
@@ -73,18 +81,35 @@ void apply_generation_config(GenerateArgs& a) {
   if (!taken.empty()) std::cerr << "zoo: from " << path << ": " << join(taken) << std::endl;
 }
 
-std::string read_prompt(const GenerateArgs& a) {
-  if (a.prompt_file.empty()) return a.prompt;
-  std::ifstream in(a.prompt_file, std::ios::binary);
-  if (!in) throw Error(cat("--prompt-file ", a.prompt_file, ": cannot open (", std::strerror(errno), ")"));
+// The UTF-8 text of the file `option` names (a byte-order mark dropped).
+std::string read_utf8_file(const std::string& option, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(cat(option, " ", path, ": cannot open (", std::strerror(errno), ")"));
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // byte-order mark
   const size_t bad = data::find_invalid_utf8(text);
   if (bad != std::string::npos)
-    throw Error(cat("--prompt-file ", a.prompt_file, ": invalid UTF-8 at byte ", bad, "; save it as UTF-8"));
+    throw Error(cat(option, " ", path, ": invalid UTF-8 at byte ", bad, "; save it as UTF-8"));
   return text;
+}
+
+std::string read_prompt(const GenerateArgs& a) {
+  return a.prompt_file.empty() ? a.prompt : read_utf8_file("--prompt-file", a.prompt_file);
+}
+
+// --prompts FILE: its lines (a final newline ends the last one; "\r\n" as "\n").
+std::vector<std::string> read_prompt_lines(const std::string& path) {
+  const std::string text = read_utf8_file("--prompts", path);
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+  }
+  if (lines.empty()) throw Error(cat("--prompts ", path, ": no prompts (one per line)"));
+  return lines;
 }
 
 // The prompt's ids, at most the model's context (keeping the end, with a warning); an empty
@@ -162,32 +187,39 @@ class Streamer {
 };
 
 int generate(const GenerateArgs& a, const std::string& text);
+int generate_lines(const GenerateArgs& a);
 
 int run_generate(const GenerateArgs& a) {
-  if (!a.prompt.empty() && !a.prompt_file.empty())
-    throw Error("give --prompt TEXT or --prompt-file FILE, not both");
+  if ((!a.prompt.empty()) + (!a.prompt_file.empty()) + (!a.prompts.empty()) > 1)
+    throw Error("give one of --prompt TEXT, --prompt-file FILE and --prompts FILE");
+  if (!a.prompts.empty() && a.repetition_penalty != 1.0)
+    throw Error("--repetition-penalty is for one prompt at a time (--prompt or --prompt-file), not --prompts");
   const std::string text = read_prompt(a);
   checked_checkpoint_dir(a.checkpoint);
   GenerateArgs with_defaults = a;
   apply_generation_config(with_defaults);
-  return generate(with_defaults, text);
+  return a.prompts.empty() ? generate(with_defaults, text) : generate_lines(with_defaults);
 }
 
-int generate(const GenerateArgs& a, const std::string& text) {
-  const torch::Device device = resolve_device(a.device);
-  auto task = load_task(a.checkpoint, {}, device);
+// The checkpoint's language model on `device`.
+std::pair<std::unique_ptr<Task>, TextGenerator*> load_generator(const GenerateArgs& a) {
+  auto task = load_task(a.checkpoint, {}, resolve_device(a.device));
   TextGenerator* g = task->text_generator();
   if (!g)
     throw Error(cat(a.checkpoint, ": not a language model (task '", task->config().value("task", ""),
                     "'); zoo generate needs a language-modeling checkpoint"));
-  torch::NoGradGuard no_grad;
-  const std::vector<int64_t> prompt = prompt_ids(*g, text);
-  auto decoding = g->start_decoding(prompt, !a.no_cache);
+  return {std::move(task), g};
+}
+
+models::GenerationOptions generation_options(const GenerateArgs& a, const TextGenerator& g) {
   models::GenerationOptions options;
-  options.bos_id = decoding.first;
-  options.eos_id = g->eos_id() >= 0 ? g->eos_id() : std::numeric_limits<int64_t>::max();
+  options.eos_id = g.eos_id() >= 0 ? g.eos_id() : std::numeric_limits<int64_t>::max();
   options.max_new_tokens = a.max_new_tokens;
   options.num_beams = a.beam;
+  return options;
+}
+
+models::SamplingOptions sampling_options(const GenerateArgs& a) {
   models::SamplingOptions sampling;
   sampling.do_sample = a.beam == 1 && !a.greedy;
   sampling.temperature = a.temperature;
@@ -197,6 +229,17 @@ int generate(const GenerateArgs& a, const std::string& text) {
   sampling.repetition_penalty = a.repetition_penalty;
   sampling.seed = static_cast<uint64_t>(a.seed);
   sampling.validate();
+  return sampling;
+}
+
+int generate(const GenerateArgs& a, const std::string& text) {
+  auto [task, g] = load_generator(a);
+  torch::NoGradGuard no_grad;
+  const std::vector<int64_t> prompt = prompt_ids(*g, text);
+  auto decoding = g->start_decoding(prompt, !a.no_cache);
+  models::GenerationOptions options = generation_options(a, *g);
+  options.bos_id = decoding.first;
+  const models::SamplingOptions sampling = sampling_options(a);
   std::cout << text << std::flush;
   Streamer streamer(*g, a.stop);
   if (a.beam > 1) {
@@ -213,6 +256,60 @@ int generate(const GenerateArgs& a, const std::string& text) {
   return 0;
 }
 
+// What `tokens` (the generated ids of one row) read as: up to eos, cut before the first stop
+// string, without an incomplete UTF-8 character at the end.
+std::string completion_text(const TextGenerator& g, std::vector<int64_t> tokens, const std::vector<std::string>& stop) {
+  const auto eos = std::find(tokens.begin(), tokens.end(), g.eos_id());
+  tokens.erase(eos, tokens.end());
+  std::string text = g.decode(tokens);
+  for (const auto& s : stop)
+    if (!s.empty()) text = text.substr(0, text.find(s));
+  return text.substr(0, complete_utf8(text));
+}
+
+// The generated tokens of each prompt of one batch, in order.
+std::vector<std::vector<int64_t>> generate_batch(const GenerateArgs& a, TextGenerator& g,
+                                                 const std::vector<std::vector<int64_t>>& prompts) {
+  auto decoding = g.start_decoding(prompts, !a.no_cache);
+  models::GenerationOptions options = generation_options(a, g);
+  options.bos_id = decoding.first;
+  std::vector<std::vector<int64_t>> out;
+  if (a.beam > 1) {
+    for (auto& best : models::beam_search(*decoding.model, std::move(decoding.state), options))
+      out.push_back(best.at(0).tokens);
+  } else {
+    for (auto& h : models::sample_decode(*decoding.model, std::move(decoding.state), options, sampling_options(a)))
+      out.push_back(h.tokens);
+  }
+  return out;
+}
+
+int generate_lines(const GenerateArgs& a) {
+  const std::vector<std::string> lines = read_prompt_lines(a.prompts);
+  auto [task, g] = load_generator(a);
+  torch::NoGradGuard no_grad;
+  std::vector<std::vector<int64_t>> ids;
+  for (const auto& line : lines) ids.push_back(prompt_ids(*g, line));
+  std::vector<size_t> order(ids.size());  // by length, so that a batch holds little padding
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return ids[x].size() < ids[y].size(); });
+  std::vector<std::string> completions(ids.size());
+  for (size_t begin = 0; begin < order.size(); begin += static_cast<size_t>(a.batch_size)) {
+    const size_t end = std::min(order.size(), begin + static_cast<size_t>(a.batch_size));
+    std::vector<std::vector<int64_t>> batch;
+    for (size_t i = begin; i < end; ++i) batch.push_back(ids[order[i]]);
+    const auto generated = generate_batch(a, *g, batch);
+    for (size_t i = begin; i < end; ++i) completions[order[i]] = completion_text(*g, generated[i - begin], a.stop);
+    std::cerr << "zoo: " << end << " of " << order.size() << " prompts" << std::endl;
+  }
+  for (size_t i = 0; i < lines.size(); ++i)
+    std::cout << json{{"prompt", lines[i]}, {"completion", completions[i]}}.dump(-1, ' ', false,
+                                                                                  json::error_handler_t::replace)
+              << "\n";
+  std::cout << std::flush;
+  return 0;
+}
+
 }  // namespace
 
 void setup_generate(CLI::App& app, int* exit_code) {
@@ -221,6 +318,11 @@ void setup_generate(CLI::App& app, int* exit_code) {
   cmd->add_option("--checkpoint", a->checkpoint, "checkpoint or Hugging Face GPT-2 directory")->required();
   cmd->add_option("--prompt", a->prompt, "the text to continue");
   cmd->add_option("--prompt-file", a->prompt_file, "read the prompt from this UTF-8 file");
+  cmd->add_option("--prompts", a->prompts,
+                  "a UTF-8 file of prompts, one per line: each continued (in batches), one JSON line each");
+  cmd->add_option("--batch-size", a->batch_size, "--prompts: prompts decoded at once")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}))
+      ->capture_default_str();
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "most tokens generated")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();

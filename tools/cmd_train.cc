@@ -5,11 +5,11 @@
 #include <iostream>
 
 #include "tools/commands.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 #include "train/device.h"
 #include "train/distributed.h"
 #include "train/launch_env.h"
-#include "train/adapters.h"
+#include "io/adapters.h"
 #include "train/memory_budget.h"
 #include "train/task_registry.h"
 #include "train/trainer.h"

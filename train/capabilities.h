@@ -91,6 +91,10 @@ class TextGenerator {
     int64_t first = -1;
   };
   virtual Decoding start_decoding(const std::vector<int64_t>& prompt, bool use_cache) = 0;
+  /// Several prompts in one decoder, one row each in order: left-padded and masked, so that each
+  /// row decodes as it would alone (greedy and beam search give the same tokens). Each row's
+  /// own last token is fed first; `first` is only the placeholder the searches need.
+  virtual Decoding start_decoding(const std::vector<std::vector<int64_t>>& prompts, bool use_cache) = 0;
 };
 
 }  // namespace zoo

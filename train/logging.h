@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "train/config.h"
+#include "io/config.h"
 
 namespace zoo {
 

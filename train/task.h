@@ -12,7 +12,7 @@
 #include <torch/torch.h>
 
 #include "train/capabilities.h"
-#include "train/config.h"
+#include "io/config.h"
 
 namespace zoo {
 

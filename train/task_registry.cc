@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "models/registry.h"
-#include "train/adapters.h"
-#include "train/checkpoint.h"
+#include "io/adapters.h"
+#include "io/checkpoint.h"
 #include "train/memory_budget.h"
 #include "train/tasks/bert_pretraining.h"
 #include "train/tasks/text_classification.h"

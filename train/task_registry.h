@@ -10,7 +10,7 @@
 
 #include <torch/torch.h>
 
-#include "train/config.h"
+#include "io/config.h"
 #include "train/task.h"
 
 namespace zoo {

@@ -10,10 +10,10 @@
 #include "core/hash.h"
 #include "models/recompute.h"
 #include "train/batch_stream.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 #include "train/graphed_step.h"
 #include "train/logging.h"
-#include "train/adapters.h"
+#include "io/adapters.h"
 #include "train/memory.h"
 #include "train/memory_budget.h"
 

@@ -18,7 +18,7 @@
 #include "models/lora.h"
 #include "train/collective.h"
 #include "train/grad_scaler.h"
-#include "train/config.h"
+#include "io/config.h"
 #include "train/optimizers.h"
 #include "train/precision.h"
 #include "train/schedule.h"

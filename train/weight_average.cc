@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 
 namespace zoo {
 

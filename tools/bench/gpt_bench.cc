@@ -14,7 +14,7 @@
 //     speed-up and whether the outputs are the same.
 //   --mode load: a checkpoint of the model written to a temporary file, then the median time of
 //     reading it (safetensors::load) and of the check that every tensor is finite
-//     (train/checkpoint.h's check_finite, run on every load); and of the memory budget
+//     (io/checkpoint.h's check_finite, run on every load); and of the memory budget
 //     (train/memory_budget.h) that zoo train checks before building the model.
 //   zoo_bench_gpt --layers 4 --heads 4 --embd 128 --block 64 --vocab 65 --batch 12 --threads 2
 //   ZOO_BENCH_PROFILE=FILE: a Chrome trace of the timed training steps, or of the cached
@@ -47,14 +47,14 @@
 #include "models/gpt.h"
 #include "tools/bench/bench_util.h"
 #include "tools/bench/kernel_trace.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 #include "train/cuda_graph.h"
 #include "train/device.h"
 #include "train/grad_scaler.h"
 #include "train/memory.h"
 #include "train/optimizers.h"
 #include "train/precision.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 #include "train/slices.h"
 
 namespace {

@@ -24,7 +24,7 @@
 #include "tools/bench/bench_util.h"
 #include "core/threads.h"
 #include "train/device.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 namespace {
 

@@ -277,4 +277,14 @@ TextGenerator::Decoding LanguageModelingTask::start_decoding(const std::vector<i
   return d;
 }
 
+TextGenerator::Decoding LanguageModelingTask::start_decoding(const std::vector<std::vector<int64_t>>& prompts,
+                                                             bool use_cache) {
+  auto decoder = std::make_shared<models::GPT2Decoder>(model_, use_cache);
+  Decoding d;
+  d.state = decoder->start(prompts, std::max<int64_t>(eos_id(), 0));  // the padding's id is never read
+  d.first = 0;
+  d.model = decoder;
+  return d;
+}
+
 }  // namespace zoo

@@ -77,6 +77,7 @@ class LanguageModelingTask : public Task, public TextGenerator {
   int64_t context_size() const override { return model_->options().n_positions; }
   int64_t eos_id() const override { return model_->options().eos_token_id; }
   Decoding start_decoding(const std::vector<int64_t>& prompt, bool use_cache) override;
+  Decoding start_decoding(const std::vector<std::vector<int64_t>>& prompts, bool use_cache) override;
 
   const data::Tokenizer& tokenizer() const { return *tokenizer_; }
 

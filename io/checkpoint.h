@@ -20,9 +20,9 @@
 
 #include <torch/torch.h>
 
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
-#include "train/config.h"
+#include "io/config.h"
 
 namespace zoo {
 

@@ -1,4 +1,4 @@
-#include "train/config.h"
+#include "io/config.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,13 +1,13 @@
-#include "train/adapters.h"
+#include "io/adapters.h"
 
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
 #include "core/error.h"
-#include "train/checkpoint.h"
-#include "train/config.h"
-#include "train/safetensors.h"
+#include "io/checkpoint.h"
+#include "io/config.h"
+#include "io/safetensors.h"
 
 namespace zoo {
 namespace {

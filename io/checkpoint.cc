@@ -1,4 +1,4 @@
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -19,7 +19,7 @@
 #include "data/tokenizer.h"
 #include "models/lora.h"
 #include "models/registry.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 namespace fs = std::filesystem;
 
@@ -63,7 +63,7 @@ void rotate_checkpoints(const std::string& output_dir, int64_t keep, const std::
 std::vector<std::pair<std::string, torch::Tensor>> state_dict(const torch::nn::Module& model) {
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& p : model.named_parameters(/*recurse=*/true))
-    if (!models::is_lora_name(p.key())) out.emplace_back(p.key(), p.value());  // adapters: train/adapters.h
+    if (!models::is_lora_name(p.key())) out.emplace_back(p.key(), p.value());  // adapters: io/adapters.h
   for (const auto& b : model.named_buffers(/*recurse=*/true)) out.emplace_back(b.key(), b.value());
   return out;
 }
