@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "distributed_util.h"
 #include "test_util.h"
 #include "train/batch_stream.h"
 #include "io/config.h"
@@ -100,13 +101,9 @@ TEST(Shards, EveryRankGetsAnEqualContiguousPartPaddedFromTheStart) {
   EXPECT_EQ(shard_of(odd, 3, 4), (std::vector<int64_t>{2, 3}));  // positions 6, 7 of the padded batch
 }
 
-bool have_gloo() {
-  const auto b = distributed_backends();
-  return std::find(b.begin(), b.end(), "gloo") != b.end();
-}
 
 // A port per test and process, so that parallel ctest runs do not collide.
-int port(int offset) { return 20000 + static_cast<int>(getpid() % 2000) * 8 + offset; }
+int port(int offset) { return test::port(20000, offset); }
 
 std::string corpus() {
   std::string text;
@@ -160,7 +157,7 @@ std::string launch(int nproc, int port_offset, const std::string& args) {
 }
 
 TEST(DataParallel, TwoProcessesTrainAsOneWithTheSameGlobalBatch) {
-  if (!have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";  // reported, not passed
+  if (!test::have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";  // reported, not passed
   test::TempDir dir;
   for (const auto& [per_rank, accumulation] : std::vector<std::pair<int64_t, int64_t>>{{4, 1}, {2, 2}}) {
     SCOPED_TRACE(cat("per-rank batch ", per_rank, ", accumulation ", accumulation));
@@ -196,7 +193,7 @@ TEST(DataParallel, TwoProcessesTrainAsOneWithTheSameGlobalBatch) {
 }
 
 TEST(DataParallel, EveryRankResumesExactly) {
-  if (!have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
+  if (!test::have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
   test::TempDir dir;
   const std::string c = config(dir, 4, 1, 6);
   auto straight = test::run(launch(2, 1, "train --device cpu --config " + c + " --output-dir " + dir / "straight"));
@@ -216,7 +213,7 @@ TEST(DataParallel, EveryRankResumesExactly) {
 // train.precision=auto: every process takes rank 0's choice (one more collective call at the
 // start), and the run ends with the same weights on both.
 TEST(DataParallel, AutoPrecisionIsRankZerosChoiceOnEveryProcess) {
-  if (!have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
+  if (!test::have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
   test::TempDir dir;
   auto r = test::run(launch(2, 6, "train --device cpu --config " + config(dir, 4, 1, 3) +
                                       " --set train.precision=auto --output-dir " + dir / "auto"));
@@ -230,7 +227,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 TEST(DataParallel, KillingOneRankStopsTheOtherWithAnError) {
-  if (!have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
+  if (!test::have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
   test::TempDir dir;
   const std::string c = config(dir, 4, 1, 1000000, /*timeout=*/30);
   const std::string env = "OMP_NUM_THREADS=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port(4));
@@ -251,7 +248,7 @@ TEST(DataParallel, KillingOneRankStopsTheOtherWithAnError) {
 }
 
 TEST(DataParallel, AWrongMasterAddressOrNoRankZeroIsAClearErrorNotAHang) {
-  if (!have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
+  if (!test::have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
   test::TempDir dir;
   const std::string c = config(dir, 4, 1, 3, /*timeout=*/3);
   const std::string zoo = std::string(ZOO_BINARY) + " train --device cpu --config " + c + " --output-dir " + dir / "out";

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "fixtures.h"
+#include "distributed_util.h"
 #include "test_util.h"
 #include "train/distributed.h"
 #include "train/task_registry.h"
@@ -127,13 +128,9 @@ TEST(Evaluation, EveryTaskSplitsItsBatchesAmongProcessesAndTheSumsAddUp) {
   }
 }
 
-bool have_gloo() {
-  const auto b = distributed_backends();
-  return std::find(b.begin(), b.end(), "gloo") != b.end();
-}
 
 TEST(Evaluation, TwoProcessesLogTheMetricsOfOneForEveryTask) {
-  if (!have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";  // reported, not passed
+  if (!test::have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";  // reported, not passed
   test::TempDir dir;
   int offset = 0;
   for (const auto& [task, config] : configs(dir)) {
@@ -142,7 +139,7 @@ TEST(Evaluation, TwoProcessesLogTheMetricsOfOneForEveryTask) {
     write_json_file(cfg, config);
     auto r = test::run("OMP_NUM_THREADS=1 " + std::string(ZOO_BINARY) + " " + train_command(cfg, one));
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    const int port = 26000 + static_cast<int>(getpid() % 1000) * 8 + offset++;
+    const int port = test::port(36000, offset++);
     r = test::run("OMP_NUM_THREADS=1 " + std::string(ZOO_TESTS_DIR) + "/../tools/launch.sh --nproc 2 --master-port " +
                   std::to_string(port) + " -- " + ZOO_BINARY + " " + train_command(cfg, two));
     ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -17,6 +17,7 @@
 #include "core/paths.h"
 #include "data/image_file.h"
 #include "fixtures.h"
+#include "distributed_util.h"
 #include "test_util.h"
 #include "data/pairs.h"
 #include "models/model_size.h"
@@ -580,11 +581,7 @@ TEST(DataFaults, APairLineWithAnExtraTabIsNamed) {
 // ---------------------------------------------------------------------------------------
 // Data parallel faults, said within seconds instead of a silent wait for train.ddp_timeout.
 
-bool have_gloo() {
-  const auto b = distributed_backends();
-  return std::find(b.begin(), b.end(), "gloo") != b.end();
-}
-int port(int offset) { return 24000 + static_cast<int>(getpid() % 1000) * 8 + offset; }
+int port(int offset) { return test::port(28000, offset); }
 
 // Starts one zoo per (RANK, WORLD_SIZE) at once; returns each one's output, in order.
 std::vector<std::string> start_ranks(const test::TempDir& t, const std::vector<std::pair<int, int>>& ranks, int port_offset,
@@ -603,7 +600,7 @@ std::vector<std::string> start_ranks(const test::TempDir& t, const std::vector<s
 }
 
 TEST(DataParallelFaults, MismatchedWorldSizesAndRanksAreNamedWithinSeconds) {
-  if (!have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
+  if (!test::have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
   test::TempDir t;
   test::write_file(t / "text.txt", corpus());
   test::tiny_config(t, {t / "text.txt"}, 4);
@@ -642,7 +639,7 @@ TEST(DataParallelFaults, MismatchedWorldSizesAndRanksAreNamedWithinSeconds) {
 
 // A checkpoint of 2 processes resumed by 1 halved the global batch without a word.
 TEST(DataParallelFaults, ResumingWithFewerProcessesWarnsOfTheGlobalBatch) {
-  if (!have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
+  if (!test::have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
   test::TempDir t;
   test::write_file(t / "text.txt", corpus());
   test::tiny_config(t, {t / "text.txt"}, 2);
