@@ -179,7 +179,7 @@ std::vector<std::vector<int64_t>> TextClassificationTask::eval_plan(const std::s
   if (split != "valid" && split != "test") throw Error(cat("unknown split '", split, "'; use valid or test"));
   if (split == "valid") {
     if (valid_.empty()) prepare_training("");
-    eval_examples_ = valid_;
+    eval_examples_ = &valid_;
   } else {
     auto texts = read("test");
     if (data_.max_eval_samples > 0) {  // a sample of every label, not the first label's files
@@ -187,18 +187,20 @@ std::vector<std::vector<int64_t>> TextClassificationTask::eval_plan(const std::s
       std::shuffle(texts.begin(), texts.end(), rng);
       texts.resize(std::min<size_t>(texts.size(), static_cast<size_t>(data_.max_eval_samples)));
     }
-    eval_examples_ = examples_of(texts);
+    test_ = examples_of(texts);
+    eval_examples_ = &test_;
   }
   eval_split_ = split;
-  if (data_.max_eval_samples > 0 && data_.max_eval_samples < static_cast<int64_t>(eval_examples_.size()))
-    eval_examples_.resize(static_cast<size_t>(data_.max_eval_samples));
-  // Batches of similar lengths, longest first: a batch is as wide as its longest review, and
-  // the metrics are sums, so the order changes nothing but the padding.
-  const auto n = static_cast<int64_t>(eval_examples_.size());
+  // The first data.max_eval_samples examples, in batches of similar lengths, longest first: a
+  // batch is as wide as its longest review, and the metrics are sums, so the order changes
+  // nothing but the padding.
+  auto n = static_cast<int64_t>(eval_examples_->size());
+  if (data_.max_eval_samples > 0) n = std::min(n, data_.max_eval_samples);
+  const auto& examples = *eval_examples_;
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), int64_t{0});
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return eval_examples_[a].ids.size() > eval_examples_[b].ids.size();
+    return examples[a].ids.size() > examples[b].ids.size();
   });
   std::vector<std::vector<int64_t>> plan;
   for (int64_t s = 0; s < n; s += batch_size) plan.emplace_back(order.begin() + s, order.begin() + std::min(n, s + batch_size));
@@ -207,7 +209,7 @@ std::vector<std::vector<int64_t>> TextClassificationTask::eval_plan(const std::s
 
 Batch TextClassificationTask::make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const {
   check_eval_split(eval_split_, split);
-  return batch_of(eval_examples_, examples);
+  return batch_of(*eval_examples_, examples);
 }
 
 Metrics TextClassificationTask::eval_sums(const std::string&, const Batch& batch) {

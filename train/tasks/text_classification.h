@@ -110,8 +110,9 @@ class TextClassificationTask : public Task, public TextClassifier {
   std::unique_ptr<data::WordPiece> vocab_;  // the vocab.txt; also the tokenizer with data.tokenizer wordpiece
   int64_t cls_ = 0, sep_ = 0, pad_ = 0;
   std::vector<Example> train_, valid_;
-  std::string eval_split_;              // the split eval_plan() loaded last,
-  std::vector<Example> eval_examples_;  // and its examples
+  std::vector<Example> test_;                      // read by eval_plan("test")
+  std::string eval_split_;                         // the split eval_plan() planned last,
+  const std::vector<Example>* eval_examples_ = nullptr;  // and its examples (valid_ or test_)
   models::BertForSequenceClassification model_{nullptr};
 };
 
