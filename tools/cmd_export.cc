@@ -102,7 +102,11 @@ int run_export(const ExportArgs& a) {
               << config.value("data", json::object()).value("source_tokenizer", "char") << ", data.target_tokenizer="
               << config.value("data", json::object()).value("target_tokenizer", "word")
               << ", so Python needs zoo's source_vocab.json / target_vocab.json to encode text for it" << std::endl;
-  std::cout << "exported " << a.checkpoint << " to " << a.out << " (model.safetensors, config.json)" << std::endl;
+  const bool sharded = std::filesystem::exists(std::filesystem::path(a.out) / "model.safetensors.index.json");
+  std::cout << "exported " << a.checkpoint << " to " << a.out
+            << (sharded ? " (model-*.safetensors shards, model.safetensors.index.json, config.json)"
+                        : " (model.safetensors, config.json)")
+            << std::endl;
   return 0;
 }
 }  // namespace
