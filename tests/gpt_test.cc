@@ -12,6 +12,7 @@
 #include "io/checkpoint.h"
 #include "io/config.h"
 #include "io/safetensors.h"
+#include "predict/text_generator.h"
 #include "train/task_registry.h"
 
 namespace zoo {
@@ -124,8 +125,7 @@ TEST(GPT2, AHuggingFaceDirectoryGeneratesAndFineTunes) {
   const std::string hf = dir / "hf";
   auto made = test::run_python("hf_gpt2.py", "make " + hf + " 5");
   ASSERT_EQ(made.exit_code, 0) << made.output;
-  auto task = load_task(hf, {}, torch::Device(torch::kCPU));
-  TextGenerator* g = task->text_generator();
+  auto g = load_text_generator(hf, torch::Device(torch::kCPU));
   ASSERT_NE(g, nullptr);
   const auto prompt = g->encode(" the cat");
   ASSERT_FALSE(prompt.empty());

@@ -20,10 +20,10 @@
 
 #include "data/text.h"
 #include "models/sampling.h"
+#include "predict/text_generator.h"
 #include "tools/commands.h"
 #include "io/checkpoint.h"
 #include "train/device.h"
-#include "train/task_registry.h"
 
 namespace zoo::cli {
 
@@ -201,14 +201,9 @@ int run_generate(const GenerateArgs& a) {
   return a.prompts.empty() ? generate(with_defaults, text) : generate_lines(with_defaults);
 }
 
-// The checkpoint's language model on `device`.
-std::pair<std::unique_ptr<Task>, TextGenerator*> load_generator(const GenerateArgs& a) {
-  auto task = load_task(a.checkpoint, {}, resolve_device(a.device));
-  TextGenerator* g = task->text_generator();
-  if (!g)
-    throw Error(cat(a.checkpoint, ": not a language model (task '", task->config().value("task", ""),
-                    "'); zoo generate needs a language-modeling checkpoint"));
-  return {std::move(task), g};
+// The checkpoint's language model on --device.
+std::unique_ptr<TextGenerator> load_generator(const GenerateArgs& a) {
+  return load_text_generator(a.checkpoint, resolve_device(a.device));
 }
 
 models::GenerationOptions generation_options(const GenerateArgs& a, const TextGenerator& g) {
@@ -233,7 +228,7 @@ models::SamplingOptions sampling_options(const GenerateArgs& a) {
 }
 
 int generate(const GenerateArgs& a, const std::string& text) {
-  auto [task, g] = load_generator(a);
+  auto g = load_generator(a);
   torch::NoGradGuard no_grad;
   const std::vector<int64_t> prompt = prompt_ids(*g, text);
   auto decoding = g->start_decoding(prompt, !a.no_cache);
@@ -286,7 +281,7 @@ std::vector<std::vector<int64_t>> generate_batch(const GenerateArgs& a, TextGene
 
 int generate_lines(const GenerateArgs& a) {
   const std::vector<std::string> lines = read_prompt_lines(a.prompts);
-  auto [task, g] = load_generator(a);
+  auto g = load_generator(a);
   torch::NoGradGuard no_grad;
   std::vector<std::vector<int64_t>> ids;
   for (const auto& line : lines) ids.push_back(prompt_ids(*g, line));

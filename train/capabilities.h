@@ -1,7 +1,8 @@
 #pragma once
 // What a task can do beyond training and evaluation, as the CLI sees it: `zoo classify`
 // asks a task for its ImageClassifier, `zoo translate` for its Translator (Task::
-// image_classifier(), Task::translator()). A new task offers a capability by implementing
+// image_classifier(), Task::translator()). Text generation has its predictor without the
+// task (predict/text_generator.h). A new task offers a capability by implementing
 // the interface; the commands never name a task class.
 #include <cstdint>
 #include <memory>
@@ -68,33 +69,6 @@ class Translator {
   /// Which attention head the translations' attention rows show (-1: the mean of the heads);
   /// throws zoo::Error naming the model's heads for one it does not have.
   virtual void select_attention_head(int64_t head) = 0;
-};
-
-/// A model that continues text (zoo generate).
-class TextGenerator {
- public:
-  virtual ~TextGenerator() = default;
-  /// Text -> ids with the model's tokenizer, and back (bytes: a piece of a UTF-8 character may
-  /// end the text of a byte-level tokenizer).
-  virtual std::vector<int64_t> encode(const std::string& text) const = 0;
-  virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
-  /// Longest context the model sees (tokens).
-  virtual int64_t context_size() const = 0;
-  /// The id that ends a text, -1 if none.
-  virtual int64_t eos_id() const = 0;
-  /// A decoder holding `prompt` (at most context_size() ids, at least one), ready for the
-  /// searches of models/generation.h and models/sampling.h: `first` is the previous token of
-  /// the first step (GenerationOptions::bos_id). use_cache false recomputes every step.
-  struct Decoding {
-    std::shared_ptr<models::StepModel> model;
-    models::DecoderState state;
-    int64_t first = -1;
-  };
-  virtual Decoding start_decoding(const std::vector<int64_t>& prompt, bool use_cache) = 0;
-  /// Several prompts in one decoder, one row each in order: left-padded and masked, so that each
-  /// row decodes as it would alone (greedy and beam search give the same tokens). Each row's
-  /// own last token is fed first; `first` is only the placeholder the searches need.
-  virtual Decoding start_decoding(const std::vector<std::vector<int64_t>>& prompts, bool use_cache) = 0;
 };
 
 }  // namespace zoo

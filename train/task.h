@@ -144,7 +144,6 @@ class Task {
   virtual ImageClassifier* image_classifier() { return nullptr; }
   virtual TextClassifier* text_classifier() { return nullptr; }
   virtual Translator* translator() { return nullptr; }
-  virtual TextGenerator* text_generator() { return nullptr; }
 
   /// The resolved config this task was built from (tasks may complete it, e.g. with
   /// vocabulary sizes); it is what the trainer writes to OUT/config.json and checkpoints.

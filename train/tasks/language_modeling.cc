@@ -264,27 +264,4 @@ Metrics LanguageModelingTask::metrics_from_sums(const Metrics& sums) const {
 
 void LanguageModelingTask::save_assets(const std::string& dir) const { tokenizer_->save(dir); }
 
-std::vector<int64_t> LanguageModelingTask::encode(const std::string& text) const { return tokenizer_->encode(text); }
-
-std::string LanguageModelingTask::decode(const std::vector<int64_t>& ids) const { return tokenizer_->decode(ids); }
-
-TextGenerator::Decoding LanguageModelingTask::start_decoding(const std::vector<int64_t>& prompt, bool use_cache) {
-  auto decoder = std::make_shared<models::GPT2Decoder>(model_, use_cache);
-  Decoding d;
-  d.state = decoder->start(prompt);
-  d.first = prompt.back();
-  d.model = decoder;
-  return d;
-}
-
-TextGenerator::Decoding LanguageModelingTask::start_decoding(const std::vector<std::vector<int64_t>>& prompts,
-                                                             bool use_cache) {
-  auto decoder = std::make_shared<models::GPT2Decoder>(model_, use_cache);
-  Decoding d;
-  d.state = decoder->start(prompts, std::max<int64_t>(eos_id(), 0));  // the padding's id is never read
-  d.first = 0;
-  d.model = decoder;
-  return d;
-}
-
 }  // namespace zoo

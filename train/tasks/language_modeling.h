@@ -48,7 +48,7 @@ struct LanguageModelingDataOptions {
   }
 };
 
-class LanguageModelingTask : public Task, public TextGenerator {
+class LanguageModelingTask : public Task {
  public:
   LanguageModelingTask(const json& config, const TaskContext& context, const std::string& checkpoint_dir);
 
@@ -69,16 +69,6 @@ class LanguageModelingTask : public Task, public TextGenerator {
   Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_eval_split() const override { return "valid"; }
   void save_assets(const std::string& dir) const override;
-  TextGenerator* text_generator() override { return this; }
-
-  // TextGenerator
-  std::vector<int64_t> encode(const std::string& text) const override;
-  std::string decode(const std::vector<int64_t>& ids) const override;
-  int64_t context_size() const override { return model_->options().n_positions; }
-  int64_t eos_id() const override { return model_->options().eos_token_id; }
-  Decoding start_decoding(const std::vector<int64_t>& prompt, bool use_cache) override;
-  Decoding start_decoding(const std::vector<std::vector<int64_t>>& prompts, bool use_cache) override;
-
   const data::Tokenizer& tokenizer() const { return *tokenizer_; }
 
  private:

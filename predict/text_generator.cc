@@ -1,0 +1,95 @@
+#include "predict/text_generator.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/error.h"
+#include "data/tokenizer.h"
+#include "io/adapters.h"
+#include "io/checkpoint.h"
+#include "io/memory_budget.h"
+#include "models/gpt.h"
+#include "models/lora.h"
+#include "models/registry.h"
+
+namespace zoo {
+namespace {
+
+class GptTextGenerator : public TextGenerator {
+ public:
+  GptTextGenerator(models::GPT2LMHeadModel model, std::unique_ptr<data::Tokenizer> tokenizer)
+      : model_(std::move(model)), tokenizer_(std::move(tokenizer)) {}
+
+  std::vector<int64_t> encode(const std::string& text) const override { return tokenizer_->encode(text); }
+  std::string decode(const std::vector<int64_t>& ids) const override { return tokenizer_->decode(ids); }
+  int64_t context_size() const override { return model_->options().n_positions; }
+  int64_t eos_id() const override { return model_->options().eos_token_id; }
+
+  Decoding start_decoding(const std::vector<int64_t>& prompt, bool use_cache) override {
+    auto decoder = std::make_shared<models::GPT2Decoder>(model_, use_cache);
+    Decoding d;
+    d.state = decoder->start(prompt);
+    d.first = prompt.back();
+    d.model = decoder;
+    return d;
+  }
+
+  Decoding start_decoding(const std::vector<std::vector<int64_t>>& prompts, bool use_cache) override {
+    auto decoder = std::make_shared<models::GPT2Decoder>(model_, use_cache);
+    Decoding d;
+    d.state = decoder->start(prompts, std::max<int64_t>(eos_id(), 0));  // the padding's id is never read
+    d.first = 0;
+    d.model = decoder;
+    return d;
+  }
+
+ private:
+  models::GPT2LMHeadModel model_;
+  std::unique_ptr<data::Tokenizer> tokenizer_;
+};
+
+// The directory's tokenizer, the one the model was trained with.
+std::unique_ptr<data::Tokenizer> checked_tokenizer(const std::string& dir, const json& config) {
+  if (!data::has_tokenizer(dir))
+    throw Error(cat(dir, ": no tokenizer files (tokenizer.json, vocab.json + merges.txt, char_vocab.json or a "
+                         "SentencePiece model); copy the ones the model was trained with into it"));
+  auto tokenizer = data::load_tokenizer(dir);
+  const std::string want = config.value("data", json::object()).value("tokenizer_fingerprint", std::string());
+  const std::string found = tokenizer->fingerprint();
+  if (!want.empty() && want != found)
+    throw Error(cat(dir, ": this tokenizer (", tokenizer->kind(), ", ", tokenizer->vocab_size(), " ids, fingerprint ",
+                    found, ") is not the one the model was trained with (fingerprint ", want,
+                    "); put the checkpoint's own tokenizer files back, or train a new model for this tokenizer"));
+  return tokenizer;
+}
+
+}  // namespace
+
+std::unique_ptr<TextGenerator> load_text_generator(const std::string& given, const torch::Device& device) {
+  const std::string dir = model_dir(given);
+  const json config = load_checkpoint_config(dir);
+  const std::string task = config.value("task", std::string());
+  if (task != "language_modeling")
+    throw Error(cat(given, ": not a language model (task '", task, "'); zoo generate needs a language-modeling checkpoint"));
+  const json& section = config.at("model");
+  const std::string source = (std::filesystem::path(dir) / "config.json").string();
+  if (config.value("train", json::object()).value("check_memory", true))  // built on the CPU, then moved
+    check_memory_budget(estimate_inference_memory(section), torch::kCPU, cat(source, ": this model"));
+  auto tokenizer = checked_tokenizer(dir, config);
+  models::GPT2LMHeadModel model(std::dynamic_pointer_cast<models::GPT2LMHeadModelImpl>(models::build_model(section)));
+  if (model.is_empty()) throw Error(cat(source, ": model_type '", section.value("model_type", ""), "' is not a GPT-2"));
+  if (model->options().vocab_size < tokenizer->vocab_size())
+    throw Error(cat(source, ": model.vocab_size (", model->options().vocab_size, ") is smaller than the tokenizer's ",
+                    tokenizer->vocab_size(), " ids"));
+  load_model(*model, (std::filesystem::path(dir) / "model.safetensors").string(), section.value("model_type", ""));
+  if (const auto lora = lora_options(config); lora && is_adapter_dir(dir)) {
+    models::add_lora(*model, *lora, lora->modules_to_save);
+    load_adapter(*model, dir, *lora);
+    models::merge_lora(*model);
+  }
+  model->to(device);
+  model->eval();
+  return std::make_unique<GptTextGenerator>(std::move(model), std::move(tokenizer));
+}
+
+}  // namespace zoo
