@@ -75,6 +75,7 @@ std::unique_ptr<TextGenerator> load_text_generator(const std::string& given, con
   const std::string source = (std::filesystem::path(dir) / "config.json").string();
   if (config.value("train", json::object()).value("check_memory", true))  // built on the CPU, then moved
     check_memory_budget(estimate_inference_memory(section), torch::kCPU, cat(source, ": this model"));
+  check_asset_fingerprints(dir);  // the tokenizer files are the ones saved with the weights
   auto tokenizer = checked_tokenizer(dir, config);
   models::GPT2LMHeadModel model(std::dynamic_pointer_cast<models::GPT2LMHeadModelImpl>(models::build_model(section)));
   if (model.is_empty()) throw Error(cat(source, ": model_type '", section.value("model_type", ""), "' is not a GPT-2"));

@@ -43,8 +43,8 @@ class TextGenerator {
 /// The language model of `dir` (a zoo checkpoint of task language_modeling, or a Hugging Face
 /// GPT-2 directory, sharded or in a Hub cache folder) on `device`, in eval mode: checked against
 /// the memory budget before it is built (unless its train.check_memory is false), weights loaded
-/// strictly, LoRA adapters merged, the tokenizer from the directory's files and checked against
-/// the fingerprint the model was trained with. Errors name the directory and the fix.
+/// strictly, LoRA adapters merged, the tokenizer from the directory's files (each file the one
+/// the checkpoint was saved with) and checked against the fingerprint the model was trained with. Errors name the directory and the fix.
 std::unique_ptr<TextGenerator> load_text_generator(const std::string& dir, const torch::Device& device);
 
 }  // namespace zoo
