@@ -55,26 +55,8 @@ EOF
       echo "$precision: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s wall;" \
         "$(grep -E '^eval|^done' "$RUNS/curve-$precision.log" | tr '\n' ' ')" >>"$C"
     done
-    "$PY" - "$RUNS" >>"$C" 2>&1 <<'PYEOF' || status=1
-import json, sys
-def curve(v):
-    out = {}
-    for line in open(f"{sys.argv[1]}/curve-{v}/metrics.jsonl"):
-        j = json.loads(line)
-        if j.get("type") == "train":
-            out[j["step"]] = (j["loss"], j.get("examples_per_second"), j.get("loss_scale"))
-    return out
-b, f = curve("bf16"), curve("fp16")
-common = sorted(set(b) & set(f))
-d = [abs(b[s][0] - f[s][0]) for s in common]
-print(f"fp16 vs bf16: {len(common)} logged steps, max |train loss diff| {max(d):.4f}, mean {sum(d) / len(d):.4f}")
-print("step  bf16    fp16    loss scale")
-for s in common:
-    print(f"{s:4d}  {b[s][0]:.4f}  {f[s][0]:.4f}  {f[s][2]}")
-late = [s for s in common if s > 100]
-speed = lambda c: sum(c[s][1] for s in late) / max(1, len(late))
-print(f"examples/s after step 100: fp16 {speed(f):.1f}, bf16 {speed(b):.1f}")
-PYEOF
+    "$PY" tools/bench/compare_curves.py --after 100 --table "$RUNS/curve-bf16" "$RUNS/curve-fp16" >>"$C" 2>&1 ||
+      status=1
     cat "$C"
   fi
 

@@ -127,32 +127,7 @@ if want precision && left 90 precision; then
     echo "$variant: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}') s wall;" \
       "$(grep '^eval' "$RUNS/prec-$variant.log" | tail -1)" >>"$R"
   done
-  "$PY" - "$RUNS" >>"$R" 2>&1 <<'PYEOF' || status=1
-import json, sys
-def curve(v):
-    out = {}
-    for line in open(f"{sys.argv[1]}/prec-{v}/metrics.jsonl"):
-        j = json.loads(line)
-        if j.get("type") == "train":
-            out[j["step"]] = (j["loss"], j.get("examples_per_second"), j.get("loss_scale"))
-    return out
-try:
-    base = curve("bf16")
-except OSError as e:
-    sys.exit(f"no bf16 curve: {e}")
-for v in ("fp16", "bf16-graphs"):
-    try:
-        c = curve(v)
-    except OSError as e:
-        print(f"{v}: no curve ({e})")
-        continue
-    common = sorted(set(base) & set(c))
-    diffs = [abs(c[s][0] - base[s][0]) for s in common]
-    late = [s for s in common if s > 250]
-    speed = lambda cv, steps: sum(cv[s][1] for s in steps) / max(1, len(steps))
-    print(f"{v} vs bf16: {len(common)} logged steps, max |train loss diff| {max(diffs):.4f}, mean {sum(diffs)/len(diffs):.4f}; "
-          f"loss at step {common[-1]}: {c[common[-1]][0]:.4f} vs {base[common[-1]][0]:.4f}; examples/s after step 250: "
-          f"{speed(c, late):.0f} vs {speed(base, late):.0f}" + (f"; loss scale at the end {c[common[-1]][2]}" if c[common[-1]][2] else ""))
-PYEOF
+  "$PY" tools/bench/compare_curves.py --after 250 "$RUNS/prec-bf16" "$RUNS/prec-fp16" "$RUNS/prec-bf16-graphs" \
+    >>"$R" 2>&1 || status=1
   cat "$R"
 fi
