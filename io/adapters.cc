@@ -97,6 +97,16 @@ void load_adapter(torch::nn::Module& model, const std::string& dir, const models
                TensorSet{kPeftPrefix, "the adapter", "the adapter does not match train.lora", "a different r or base model"});
 }
 
+void load_checkpoint_weights(torch::nn::Module& model, const std::string& dir, const json& config, bool merge) {
+  load_model(model, (std::filesystem::path(dir) / "model.safetensors").string(),
+             config.at("model").value("model_type", std::string()));
+  if (const auto lora = lora_options(config); lora && is_adapter_dir(dir)) {
+    models::add_lora(model, *lora, lora->modules_to_save);
+    load_adapter(model, dir, *lora);
+    if (merge) models::merge_lora(model);
+  }
+}
+
 bool is_adapter_dir(const std::string& dir) {
   std::error_code ec;
   return fs::is_regular_file(fs::path(dir) / kAdapterConfig, ec);

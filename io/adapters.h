@@ -34,6 +34,11 @@ void save_adapter(const torch::nn::Module& model, const std::string& dir, const 
 /// adapter tensor must be in the file with its shape, and the file must hold nothing else.
 void load_adapter(torch::nn::Module& model, const std::string& dir, const models::LoraOptions& o);
 
+/// A checkpoint's weights into `model` built from its `config`: DIR/model.safetensors (or its
+/// shards) strictly, in the layout of config's model_type, then for a LoRA run (train.lora and
+/// an adapter file) the adapters, merged into the weights when `merge`.
+void load_checkpoint_weights(torch::nn::Module& model, const std::string& dir, const json& config, bool merge);
+
 /// Whether DIR holds a PEFT adapter (adapter_config.json).
 bool is_adapter_dir(const std::string& dir);
 

@@ -9,7 +9,6 @@
 #include "io/checkpoint.h"
 #include "io/memory_budget.h"
 #include "models/gpt.h"
-#include "models/lora.h"
 #include "models/registry.h"
 
 namespace zoo {
@@ -82,12 +81,7 @@ std::unique_ptr<TextGenerator> load_text_generator(const std::string& given, con
   if (model->options().vocab_size < tokenizer->vocab_size())
     throw Error(cat(source, ": model.vocab_size (", model->options().vocab_size, ") is smaller than the tokenizer's ",
                     tokenizer->vocab_size(), " ids"));
-  load_model(*model, (std::filesystem::path(dir) / "model.safetensors").string(), section.value("model_type", ""));
-  if (const auto lora = lora_options(config); lora && is_adapter_dir(dir)) {
-    models::add_lora(*model, *lora, lora->modules_to_save);
-    load_adapter(*model, dir, *lora);
-    models::merge_lora(*model);
-  }
+  load_checkpoint_weights(*model, dir, config, /*merge=*/true);
   model->to(device);
   model->eval();
   return std::make_unique<GptTextGenerator>(std::move(model), std::move(tokenizer));

@@ -173,13 +173,7 @@ std::unique_ptr<Task> load_task(const std::string& given, const std::vector<std:
   if (config["train"].value("check_memory", true))  // the model is built on the CPU, then moved
     check_memory_budget(estimate_inference_memory(config["model"]), torch::kCPU, cat(source, ": this model"));
   auto task = make_task(config, dir);
-  load_model(*task->model(), (std::filesystem::path(dir) / "model.safetensors").string(),
-             config["model"]["model_type"]);
-  if (const auto lora = lora_options(config); lora && is_adapter_dir(dir)) {
-    models::add_lora(*task->model(), *lora, lora->modules_to_save);
-    load_adapter(*task->model(), dir, *lora);
-    if (merge_adapters) models::merge_lora(*task->model());
-  }
+  load_checkpoint_weights(*task->model(), dir, config, merge_adapters);
   task->model()->to(device);
   task->model()->eval();
   TaskContext context = task->context();
