@@ -148,6 +148,7 @@ class BertForSequenceClassificationImpl : public torch::nn::Module {
   /// -> logits (B, num_labels).
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids = {},
                         const torch::Tensor& attention_mask = {});
+  const BertOptions& options() const { return o_; }
   BertModel bert{nullptr};
 
  private:

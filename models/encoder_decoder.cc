@@ -1,5 +1,7 @@
 #include "models/encoder_decoder.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace zoo::models {
@@ -7,6 +9,21 @@ namespace zoo::models {
 void EncoderDecoder::select_attention_head(int64_t head) {
   if (head >= 0)
     throw Error(cat("attention head ", head, ": this model has one attention without heads; leave the head out"));
+}
+
+GenerationOptions search_options(const EncoderDecoder& model, int64_t bos, int64_t eos, int64_t num_beams,
+                                 int64_t max_length, double length_penalty) {
+  GenerationOptions g;
+  g.bos_id = bos;
+  g.eos_id = eos;
+  // A model with a position table cannot take more steps than it has positions.
+  const int64_t limit = model.max_positions();
+  g.max_new_tokens = limit > 0 ? std::min(max_length, limit) : max_length;
+  g.num_beams = num_beams;
+  g.num_return_sequences = 1;
+  g.length_penalty = length_penalty;
+  g.validate();
+  return g;
 }
 
 std::vector<std::vector<Hypothesis>> generate(EncoderDecoder& model, const torch::Tensor& src,

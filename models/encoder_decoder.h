@@ -56,6 +56,12 @@ class EncoderDecoder : public StepModel {
   virtual void select_attention_head(int64_t head);
 };
 
+/// Search settings for `model`: <start>/<end> ids `bos`/`eos`, at most `max_length` tokens
+/// (<end> counted) and no more than its position table holds, one sequence per sentence,
+/// validated.
+GenerationOptions search_options(const EncoderDecoder& model, int64_t bos, int64_t eos, int64_t num_beams,
+                                 int64_t max_length, double length_penalty = 1.0);
+
 /// Decodes src (B, S) with `model` without gradients, in eval mode (the module's mode is
 /// restored afterwards): greedy search when options.num_beams == 1, else beam search.
 /// Returns per sentence the n-best (best first), each with its attention rows (tokens x S)

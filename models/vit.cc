@@ -1,5 +1,7 @@
 #include "models/vit.h"
 
+#include <cmath>
+
 #include "models/entry_helpers.h"
 #include "models/kernels/dropout.h"
 
@@ -107,6 +109,20 @@ void ViTForImageClassificationImpl::reset_parameters() {
 torch::Tensor ViTForImageClassificationImpl::forward(const torch::Tensor& pixel_values) {
   auto hidden = vit(pixel_values);                     // (B, P+1, H)
   return classifier(hidden.select(1, 0));              // (B, num_labels)
+}
+
+torch::Tensor ViTForImageClassificationImpl::predict(const torch::Tensor& pixel_values, bool mirror) {
+  auto logits = forward(pixel_values).to(torch::kFloat);
+  if (!mirror) return logits;
+  auto mirrored = forward(pixel_values.flip({-1})).to(torch::kFloat);
+  return torch::logsumexp(torch::stack({logits.log_softmax(-1), mirrored.log_softmax(-1)}), 0) - std::log(2.0);
+}
+
+std::vector<std::string> ViTForImageClassificationImpl::label_names() const {
+  if (!o_.labels.empty()) return o_.labels;
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < o_.num_labels; ++i) names.push_back(cat("LABEL_", i));
+  return names;
 }
 
 // The registry entry (models/registry.h).

@@ -104,6 +104,11 @@ class ViTForImageClassificationImpl : public torch::nn::Module {
   explicit ViTForImageClassificationImpl(const ViTOptions& o);
   /// pixel_values (B, C, S, S) -> logits (B, num_labels), from the class token.
   torch::Tensor forward(const torch::Tensor& pixel_values);
+  /// Inference logits in fp32. With `mirror`, test-time augmentation: the log of the mean of
+  /// the probabilities of the images and of their mirror images (its softmax is that mean).
+  torch::Tensor predict(const torch::Tensor& pixel_values, bool mirror);
+  /// Class names by index (config labels, else "LABEL_i" as Hugging Face names them).
+  std::vector<std::string> label_names() const;
   const ViTOptions& options() const { return o_; }
   /// Hugging Face init (truncated normal, zero biases, LayerNorm 1/0).
   void reset_parameters();

@@ -5,9 +5,8 @@
 
 #include "core/error.h"
 #include "data/tokenizer.h"
-#include "io/adapters.h"
 #include "io/checkpoint.h"
-#include "io/memory_budget.h"
+#include "io/inference_model.h"
 #include "models/gpt.h"
 #include "models/registry.h"
 
@@ -70,20 +69,15 @@ std::unique_ptr<TextGenerator> load_text_generator(const std::string& given, con
   const std::string task = config.value("task", std::string());
   if (task != "language_modeling")
     throw Error(cat(given, ": not a language model (task '", task, "'); zoo generate needs a language-modeling checkpoint"));
-  const json& section = config.at("model");
   const std::string source = (std::filesystem::path(dir) / "config.json").string();
-  if (config.value("train", json::object()).value("check_memory", true))  // built on the CPU, then moved
-    check_memory_budget(estimate_inference_memory(section), torch::kCPU, cat(source, ": this model"));
-  check_asset_fingerprints(dir);  // the tokenizer files are the ones saved with the weights
+  const std::string type = config.at("model").value("model_type", "");
+  models::GPT2LMHeadModel model(
+      std::dynamic_pointer_cast<models::GPT2LMHeadModelImpl>(load_inference_model(dir, config, device)));
+  if (model.is_empty()) throw Error(cat(source, ": model_type '", type, "' is not a GPT-2"));
   auto tokenizer = checked_tokenizer(dir, config);
-  models::GPT2LMHeadModel model(std::dynamic_pointer_cast<models::GPT2LMHeadModelImpl>(models::build_model(section)));
-  if (model.is_empty()) throw Error(cat(source, ": model_type '", section.value("model_type", ""), "' is not a GPT-2"));
   if (model->options().vocab_size < tokenizer->vocab_size())
     throw Error(cat(source, ": model.vocab_size (", model->options().vocab_size, ") is smaller than the tokenizer's ",
                     tokenizer->vocab_size(), " ids"));
-  load_checkpoint_weights(*model, dir, config, /*merge=*/true);
-  model->to(device);
-  model->eval();
   return std::make_unique<GptTextGenerator>(std::move(model), std::move(tokenizer));
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -60,6 +61,15 @@ inline RunResult run_python(const std::string& script, const std::string& args) 
 
 /// Runs the zoo binary built alongside the tests.
 inline RunResult run_zoo(const std::string& args) { return run(std::string(ZOO_BINARY) + " " + args); }
+
+/// The lines of `text`, without their line ends.
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  return lines;
+}
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -238,12 +238,28 @@ TEST(TextClassification, EmptyLabelFolderNoValidationAndShuffledVocabularyAreRef
   // Hugging Face's tokenizer.json comes with a WordPiece run only (basic_english has no such form).
   EXPECT_FALSE(fs::exists(run + "/checkpoint-2/tokenizer.json"));
   r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "wp") +
-                    " --set data.tokenizer=wordpiece --set train.max_steps=2 --set train.save_steps=2");
+                    " --set data.tokenizer=wordpiece --set train.max_steps=30 --set train.save_steps=30");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_TRUE(fs::exists(dir / "wp/checkpoint-2/tokenizer.json"));
-  const auto j = json::parse(test::read_file(dir / "wp/checkpoint-2/tokenizer.json"));
+  ASSERT_TRUE(fs::exists(dir / "wp/checkpoint-30/tokenizer.json"));
+  const auto j = json::parse(test::read_file(dir / "wp/checkpoint-30/tokenizer.json"));
   EXPECT_EQ(j["model"]["type"], "WordPiece");
   EXPECT_EQ(j["model"]["vocab"].size(), 5u + 1 + kGood.size() + kBad.size() + kNeutral.size());
+  // Its export is a Hugging Face BertForSequenceClassification directory, which classifies as
+  // the checkpoint does: with WordPiece, whose accent stripping makes "wöndérful" a known word
+  // (basic_english would leave it unknown).
+  r = test::run_zoo("export --checkpoint " + (dir / "wp/checkpoint-30") + " --out " + (dir / "wpx"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  test::write_file(dir / "accents.txt", "the film was wöndérful\nthe plot was TERRIBLE and bôring\n");
+  const auto classify = [&](const std::string& from) {
+    return test::run(std::string(ZOO_BINARY) + " classify --checkpoint " + from + " --top-k 2 < " + (dir / "accents.txt"));
+  };
+  const auto from_checkpoint = classify(dir / "wp/checkpoint-30"), from_export = classify(dir / "wpx");
+  ASSERT_EQ(from_checkpoint.exit_code, 0) << from_checkpoint.output;
+  const auto answers = test::lines_of(from_checkpoint.output);
+  ASSERT_EQ(answers.size(), 2u) << from_checkpoint.output;
+  EXPECT_NE(answers[0].substr(answers[0].find('\t')), answers[1].substr(answers[1].find('\t')))
+      << "a model that reads its input";
+  EXPECT_EQ(from_export.output, from_checkpoint.output);
 
   r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "novalid") + " --set data.valid_size=0");
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -252,13 +268,13 @@ TEST(TextClassification, EmptyLabelFolderNoValidationAndShuffledVocabularyAreRef
 
   const std::string ckpt = run + "/checkpoint-2";
   auto tokens = test::read_file(ckpt + "/vocab.txt");
-  std::vector<std::string> lines;
-  for (size_t at = 0, nl; (nl = tokens.find('\n', at)) != std::string::npos; at = nl + 1) lines.push_back(tokens.substr(at, nl - at));
+  auto lines = test::lines_of(tokens);
   std::swap(lines[6], lines[7]);  // two words trade ids; the size stays
   std::string shuffled;
   for (const auto& l : lines) shuffled += l + "\n";
   test::write_file(ckpt + "/vocab.txt", shuffled);
-  for (const std::string& command : {"eval --checkpoint " + ckpt, "export --checkpoint " + ckpt + " --out " + (dir / "x"),
+  for (const std::string& command : {"eval --checkpoint " + ckpt, "classify --checkpoint " + ckpt,
+                                     "export --checkpoint " + ckpt + " --out " + (dir / "x"),
                                      "train --config " + cfg + " --output-dir " + (dir / "ft") + " --init-from " + ckpt}) {
     r = test::run(std::string(ZOO_BINARY) + " " + command + " < /dev/null");
     EXPECT_EQ(r.exit_code, 1) << command << ": " << r.output;

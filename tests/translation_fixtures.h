@@ -82,12 +82,4 @@ inline json eval_json(const std::string& output) {
   return json::parse(last);
 }
 
-inline std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
-  return lines;
-}
-
 }  // namespace zoo::test

@@ -17,6 +17,7 @@
 #include "data/text.h"
 #include "data/vocab.h"
 #include "models/registry.h"
+#include "predict/translator.h"
 #include "test_util.h"
 #include "translation_fixtures.h"
 #include "train/heatmap.h"
@@ -152,7 +153,8 @@ TEST(TranslationData, SplitIsWrittenAndVocabulariesComeFromTheTrainingSplitOnly)
   EXPECT_EQ(used, built);
   EXPECT_EQ(task->model().get(), task->encoder_decoder().module().get());
   // A sentence with unseen characters encodes to OOV ids and translates without a crash.
-  auto out = task->translate({"三只鼠狗。", "", "  "}, task->generation_options(1, 5));
+  Translator translator(std::dynamic_pointer_cast<models::EncoderDecoder>(task->model()), task->text());
+  auto out = translator.translate({"三只鼠狗。", "", "  "}, translator.generation_options(1, 5));
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0].source_tokens.front(), "<start>");
   EXPECT_EQ(out[0].source_tokens[3], "鼠");

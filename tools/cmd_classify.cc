@@ -9,8 +9,10 @@
 #include "data/image_file.h"
 #include "data/text.h"
 #include "tools/commands.h"
+#include "io/checkpoint.h"
+#include "predict/image_classifier.h"
+#include "predict/text_classifier.h"
 #include "train/device.h"
-#include "train/task_registry.h"
 
 namespace zoo::cli {
 
@@ -62,7 +64,7 @@ int classify_texts(TextClassifier& classifier, const ClassifyArgs& a) {
     std::vector<std::string> part, part_names;
     for (size_t i = s; i < std::min(texts.size(), s + kBatch); ++i) {
       if (data::python_strip(texts[i]).empty()) {
-        if (!part.empty()) print_top(part_names, labels, classifier.text_probabilities(part), a.top_k);
+        if (!part.empty()) print_top(part_names, labels, classifier.probabilities(part), a.top_k);
         part.clear(), part_names.clear();
         std::cout << names[i] << "\n";
         continue;
@@ -70,7 +72,7 @@ int classify_texts(TextClassifier& classifier, const ClassifyArgs& a) {
       part.push_back(texts[i]);
       part_names.push_back(names[i]);
     }
-    if (!part.empty()) print_top(part_names, labels, classifier.text_probabilities(part), a.top_k);
+    if (!part.empty()) print_top(part_names, labels, classifier.probabilities(part), a.top_k);
   }
   return 0;
 }
@@ -78,13 +80,10 @@ int classify_texts(TextClassifier& classifier, const ClassifyArgs& a) {
 int run_classify(const ClassifyArgs& a) {
   checked_checkpoint_dir(a.checkpoint);
   const torch::Device device = resolve_device(a.device);
-  auto task = load_task(a.checkpoint, {}, device);
-  if (TextClassifier* text = task->text_classifier()) return classify_texts(*text, a);
+  if (load_checkpoint_config(a.checkpoint).value("task", std::string()) == "text_classification")
+    return classify_texts(*load_text_classifier(a.checkpoint, device), a);
   if (a.files.empty()) throw Error("zoo classify: give the image files to classify");
-  ImageClassifier* classifier = task->image_classifier();
-  if (!classifier)
-    throw Error(cat(a.checkpoint, ": not an image classification model (task '", task->config().value("task", ""),
-                    "'); zoo classify needs one (e.g. vit)"));
+  const auto classifier = load_image_classifier(a.checkpoint, device);
   const int64_t channels = classifier->image_channels(), size = classifier->image_size();
   // Decode everything first: a bad file fails before any model work.
   std::vector<torch::Tensor> decoded;

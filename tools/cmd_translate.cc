@@ -14,9 +14,9 @@
 #include "data/text.h"
 #include "models/generation.h"
 #include "tools/commands.h"
+#include "predict/translator.h"
 #include "train/device.h"
 #include "train/heatmap.h"
-#include "train/task_registry.h"
 
 namespace zoo::cli {
 
@@ -106,14 +106,7 @@ int run_translate(const TranslateArgs& a) {
   check_lines(lines, input_name);
   checked_checkpoint_dir(a.checkpoint);
   const torch::Device device = resolve_device(a.device);
-  std::vector<std::string> overrides;
-  if (a.truncate) overrides.push_back("data.truncate_source=true");
-  auto task = load_task(a.checkpoint, overrides, device);
-  Translator* translator = task->translator();
-  if (!translator)
-    throw Error(cat(a.checkpoint, ": not a translation model (model_type '",
-                    task->config().at("model").value("model_type", ""), "', task '",
-                    task->config().value("task", ""), "'); zoo translate needs a translation checkpoint"));
+  const auto translator = load_translator(a.checkpoint, device, a.truncate);
 
   int64_t max_length = a.max_length;
   std::unique_ptr<models::PrefixTree> constraint;

@@ -2,7 +2,8 @@
 # Behaviour unchanged? Runs every shipped recipe cut to a few steps with two zoo binaries
 # (e.g. the build of main before a refactor and after it) and compares what they write:
 # the training and evaluation records of metrics.jsonl (time and memory fields left out), the
-# checkpoint's model.safetensors byte for byte, and every file of `zoo export`.
+# checkpoint's model.safetensors byte for byte, every file of `zoo export`, and what the
+# inference command of the recipe's task prints (generate, classify, translate).
 #
 #   tools/compare_builds.sh --before OLD_ZOO --after NEW_ZOO [--out DIR] [RECIPE ...]
 #
@@ -23,6 +24,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -x "$BEFORE" ] && [ -x "$AFTER" ] || { echo "compare_builds.sh: give --before and --after zoo binaries" >&2; exit 2; }
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)  # absolute: the recipes read data paths relative to the data home
 RECIPES=("$@")
 [ ${#RECIPES[@]} -gt 0 ] || RECIPES=(gpt_shakespeare_char_cpu vit_fashion_mnist seq2seq_cmn transformer_cmn
                                      bert_imdb_pretrain bert_imdb_sentiment)
@@ -42,9 +45,25 @@ cut() {
   esac
 }
 
+# The inference command of recipe $1's task on checkpoint $2 with binary $3 (nothing for
+# pretraining): sampled generation, classification of a text or an image, beam-2 translation
+# with its attention heat maps (after three steps the searches' own outputs say little).
+infer() {
+  case "$1" in
+    gpt_*) "$3" generate --checkpoint "$2" --prompt "ROMEO:" --seed 1 --max-new-tokens 40 ;;
+    vit_*) "$3" classify --checkpoint "$2" --top-k 3 "$OUT/image.pgm" ;;
+    seq2seq_*|transformer_*) printf '我们走吧。\n\n他很高兴见到你。\n' |
+                               "$3" translate --checkpoint "$2" --beam 2 --attention-out "$2.svg" &&
+                               cat "$2"-*.svg ;;
+    bert_imdb_sentiment) printf 'A wonderful film.\nThe plot was boring and the actors awful.\n' |
+                           "$3" classify --checkpoint "$2" --top-k 2 ;;
+  esac
+}
+
 # metrics.jsonl without the fields that measure time.
 records() { sed -E 's/"[a-z_]*(runtime|per_second|examples_per_s|elapsed|time|rss|mib)[a-z_]*":[^,}]*,?//g' "$1"; }
 
+{ printf 'P5\n28 28\n255\n'; head -c 784 /dev/urandom; } > "$OUT/image.pgm"  # one image for both sides
 status=0
 for r in "${RECIPES[@]}"; do
   for side in before after; do
@@ -57,6 +76,8 @@ for r in "${RECIPES[@]}"; do
       > "$OUT/$side/$r.log" 2>&1 || { echo "$r ($side): zoo train failed, see $OUT/$side/$r.log"; status=1; continue 2; }
     "$zoo" export --checkpoint "$OUT/$side/$r/checkpoint-3" --out "$OUT/$side/$r.export" >> "$OUT/$side/$r.log" 2>&1 ||
       { echo "$r ($side): zoo export failed, see $OUT/$side/$r.log"; status=1; continue 2; }
+    infer "$r" "$OUT/$side/$r/checkpoint-3" "$zoo" > "$OUT/$side/$r.infer" 2>> "$OUT/$side/$r.log" ||
+      { echo "$r ($side): inference failed, see $OUT/$side/$r.log"; status=1; continue 2; }
   done
   same=yes
   if ! diff <(records "$OUT/before/$r/metrics.jsonl") <(records "$OUT/after/$r/metrics.jsonl") > "$OUT/$r.metrics.diff"; then
@@ -67,9 +88,10 @@ for r in "${RECIPES[@]}"; do
   if ! diff -rq "$OUT/before/$r.export" "$OUT/after/$r.export" > "$OUT/$r.export.diff"; then
     echo "$r: the export differs ($OUT/$r.export.diff)"; same=no
   fi
+  cmp -s "$OUT/before/$r.infer" "$OUT/after/$r.infer" || { echo "$r: the inference output differs"; same=no; }
   steps=$(grep -c '"type":"train"' "$OUT/after/$r/metrics.jsonl" || true)
   evals=$(grep -c '"type":"eval"' "$OUT/after/$r/metrics.jsonl" || true)
-  echo "$r: $steps training records, $evals evaluation(s), weights and $(ls "$OUT/after/$r.export" | wc -l) exported files: identical=$same"
+  echo "$r: $steps training records, $evals evaluation(s), weights, $(ls "$OUT/after/$r.export" | wc -l) exported files and $(wc -l < "$OUT/after/$r.infer") lines of inference: identical=$same"
   [ $same = yes ] || status=1
 done
 exit $status

@@ -11,7 +11,6 @@
 
 #include <torch/torch.h>
 
-#include "train/capabilities.h"
 #include "io/config.h"
 
 namespace zoo {
@@ -138,12 +137,6 @@ class Task {
   /// The trainer's context (see TaskContext).
   void set_context(const TaskContext& context) { context_ = context; }
   const TaskContext& context() const { return context_; }
-
-  /// What this task can do beyond training and evaluation, for the CLI: each is null unless
-  /// the task offers it (zoo classify, zoo translate, zoo generate).
-  virtual ImageClassifier* image_classifier() { return nullptr; }
-  virtual TextClassifier* text_classifier() { return nullptr; }
-  virtual Translator* translator() { return nullptr; }
 
   /// The resolved config this task was built from (tasks may complete it, e.g. with
   /// vocabulary sizes); it is what the trainer writes to OUT/config.json and checkpoints.

@@ -7,6 +7,7 @@
 #include "models/registry.h"
 #include "io/adapters.h"
 #include "io/checkpoint.h"
+#include "io/inference_model.h"
 #include "train/memory_budget.h"
 #include "train/tasks/bert_pretraining.h"
 #include "train/tasks/text_classification.h"
@@ -170,8 +171,7 @@ std::unique_ptr<Task> load_task(const std::string& given, const std::vector<std:
   for (const auto& s : overrides) apply_override(raw, s);
   const std::string source = (std::filesystem::path(dir) / "config.json").string();
   const json config = resolve_config(raw, source);
-  if (config["train"].value("check_memory", true))  // the model is built on the CPU, then moved
-    check_memory_budget(estimate_inference_memory(config["model"]), torch::kCPU, cat(source, ": this model"));
+  check_inference_memory(config, dir);
   auto task = make_task(config, dir);
   load_checkpoint_weights(*task->model(), dir, config, merge_adapters);
   task->model()->to(device);

@@ -8,26 +8,6 @@
 
 namespace zoo {
 
-void ImageDataOptions::resolve(int64_t channels) {
-  if (mean.empty() != std.empty()) throw Error("config: data.mean and data.std must be given together");
-  if (mean.empty()) {
-    if (dataset == "fashion_mnist") mean = {0.2860}, std = {0.3530};
-    else if (dataset == "mnist") mean = {0.1307}, std = {0.3081};
-    else mean = {0.4914, 0.4822, 0.4465}, std = {0.2470, 0.2435, 0.2616};
-    if (static_cast<int64_t>(mean.size()) != channels) {  // e.g. a grey model on CIFAR: average
-      double m = 0, s = 0;
-      for (size_t i = 0; i < mean.size(); ++i) m += mean[i] / mean.size(), s += std[i] / std.size();
-      mean.assign(channels, m);
-      std.assign(channels, s);
-    }
-  }
-  const auto n = static_cast<int64_t>(mean.size());
-  if ((n != 1 && n != channels) || std.size() != mean.size())
-    throw Error(cat("config: data.mean/data.std need 1 or ", channels, " values (model.num_channels)"));
-  for (double s : std)
-    if (!(s > 0)) throw Error("config: data.std values must be > 0");
-}
-
 ImageClassificationTask::ImageClassificationTask(const json& config, const TaskContext& context) {
   config_ = config;
   context_ = context;
@@ -109,27 +89,6 @@ Loss ImageClassificationTask::loss(const Batch& batch) {
       torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(context_.label_smoothing))};
 }
 
-torch::Tensor ImageClassificationTask::predict(const torch::Tensor& x) {
-  auto logits = model_->forward(x).to(torch::kFloat);
-  if (!data_.test_time_hflip) return logits;
-  auto mirrored = model_->forward(x.flip({-1})).to(torch::kFloat);
-  return torch::logsumexp(torch::stack({logits.log_softmax(-1), mirrored.log_softmax(-1)}), 0) - std::log(2.0);
-}
-
-std::vector<std::string> ImageClassificationTask::label_names() const {
-  const auto& o = model_->options();
-  if (!o.labels.empty()) return o.labels;
-  std::vector<std::string> names;
-  for (int64_t i = 0; i < o.num_labels; ++i) names.push_back(cat("LABEL_", i));
-  return names;
-}
-
-torch::Tensor ImageClassificationTask::probabilities(const torch::Tensor& images) {
-  torch::NoGradGuard no_grad;
-  auto x = preprocess(images).to(context_.device);
-  return torch::softmax(predict(x), -1).to(torch::kCPU);
-}
-
 bool ImageClassificationTask::splittable() const {
   const auto& o = model_->options();
   return o.hidden_dropout_prob == 0 && o.attention_probs_dropout_prob == 0;
@@ -168,7 +127,7 @@ Batch ImageClassificationTask::make_eval_batch(const std::string& split, const s
 }
 
 Metrics ImageClassificationTask::eval_sums(const std::string&, const Batch& batch) {
-  return classification_sums(predict(batch["pixel_values"]), batch["labels"]);
+  return classification_sums(model_->predict(batch["pixel_values"], data_.test_time_hflip), batch["labels"]);
 }
 
 Metrics ImageClassificationTask::metrics_from_sums(const Metrics& sums) const { return classification_metrics(sums); }

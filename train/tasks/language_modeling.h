@@ -11,7 +11,6 @@
 #include "data/token_stream.h"
 #include "data/tokenizer.h"
 #include "models/gpt.h"
-#include "train/capabilities.h"
 #include "train/task.h"
 
 namespace zoo {

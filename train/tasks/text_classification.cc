@@ -7,11 +7,8 @@
 #include <numeric>
 #include <random>
 
-#include "core/output_file.h"
 #include "core/paths.h"
 #include "data/pairs.h"
-#include "data/text.h"
-#include "data/wordpiece_tokenizer.h"
 #include "models/registry.h"
 #include "train/objectives.h"
 
@@ -19,11 +16,7 @@ namespace fs = std::filesystem;
 
 namespace zoo {
 
-namespace {
 namespace F = torch::nn::functional;
-constexpr const char* kVocabFile = "vocab.txt";
-
-}  // namespace
 
 TextClassificationTask::TextClassificationTask(const json& config, const TaskContext& context,
                                                const std::string& checkpoint_dir) {
@@ -37,51 +30,18 @@ TextClassificationTask::TextClassificationTask(const json& config, const TaskCon
   if (where.empty())
     throw Error("config: text classification needs a vocabulary: set data.vocab (a vocab.txt) or train.init_from "
                 "(a pretrained checkpoint, whose vocab.txt is used)");
-  load_vocab(checkpoint_dir.empty() && where == data_.vocab ? existing_data_path(where, "data.vocab") : where);
+  encoder_.emplace(checkpoint_dir.empty() && where == data_.vocab ? existing_data_path(where, "data.vocab") : where, data_);
   json& model = config_["model"];
   const int64_t declared = model.value("vocab_size", int64_t{0});
-  if (declared != 0 && declared != vocab_->size())
-    throw Error(cat("the vocabulary (", vocab_->size(), " tokens) does not belong to this model (model.vocab_size ",
+  if (declared != 0 && declared != encoder_->vocab_size())
+    throw Error(cat("the vocabulary (", encoder_->vocab_size(), " tokens) does not belong to this model (model.vocab_size ",
                     declared, ")"));
-  model["vocab_size"] = vocab_->size();
+  model["vocab_size"] = encoder_->vocab_size();
   model["num_labels"] = data_.labels.size();
   model["labels"] = data_.labels;
-  model["pad_token_id"] = pad_;
+  model["pad_token_id"] = encoder_->pad_id();
   model_ = models::BertForSequenceClassification(std::dynamic_pointer_cast<models::BertForSequenceClassificationImpl>(
       models::build_model(models::resolve_model_config(model), "text_classification")));
-}
-
-void TextClassificationTask::load_vocab(const std::string& where) {
-  const std::string path = fs::is_directory(where) ? (fs::path(where) / kVocabFile).string() : where;
-  auto tokens = data::WordPiece::read_tokens(path);
-  for (auto [token, id] : {std::pair{"[CLS]", &cls_}, {"[SEP]", &sep_}, {"[PAD]", &pad_}}) {
-    auto it = std::find(tokens.begin(), tokens.end(), token);
-    if (it == tokens.end()) throw Error(cat(path, ": the vocabulary has no ", token, " token"));
-    *id = it - tokens.begin();
-  }
-  try {
-    vocab_ = std::make_unique<data::WordPiece>(std::move(tokens));
-  } catch (const Error& e) {
-    throw Error(cat(path, ": ", e.what()));
-  }
-}
-
-std::vector<int64_t> TextClassificationTask::encode(const std::string& text) const {
-  std::vector<int64_t> ids{cls_};
-  if (data_.tokenizer == "wordpiece") {
-    for (int64_t id : vocab_->encode(text)) ids.push_back(id);
-  } else {
-    for (const auto& t : data::basic_english(text)) ids.push_back(vocab_->id(t));  // [UNK] when unknown
-  }
-  const auto room = static_cast<size_t>(data_.max_length - 2), words = ids.size() - 1;
-  if (words > room && data_.truncation == "head_tail") {
-    const size_t head = room / 4;  // ids[1 .. 1 + head) and the last room - head
-    ids.erase(ids.begin() + 1 + static_cast<std::ptrdiff_t>(head), ids.end() - static_cast<std::ptrdiff_t>(room - head));
-  } else if (words > room) {
-    ids.resize(room + 1);
-  }
-  ids.push_back(sep_);
-  return ids;
 }
 
 std::vector<data::LabeledText> TextClassificationTask::read(const std::string& split) const {
@@ -140,19 +100,12 @@ void TextClassificationTask::prepare_training(const std::string& /*output_dir*/)
 }
 
 Batch TextClassificationTask::batch_of(const std::vector<Example>& examples, const std::vector<int64_t>& indices) const {
-  int64_t width = 1;
-  for (int64_t i : indices) width = std::max<int64_t>(width, static_cast<int64_t>(examples[i].ids.size()));
+  std::vector<const std::vector<int64_t>*> rows;
+  std::vector<int64_t> labels;
+  for (int64_t i : indices) rows.push_back(&examples[i].ids), labels.push_back(examples[i].label);
+  auto [ids, mask] = encoder_->pad(rows);
   const auto n = static_cast<int64_t>(indices.size());
-  auto ids = torch::full({n, width}, pad_, torch::kLong), mask = torch::zeros({n, width}, torch::kLong);
-  auto labels = torch::empty({n}, torch::kLong);
-  for (int64_t r = 0; r < n; ++r) {
-    const auto& e = examples[indices[r]];
-    const auto len = static_cast<int64_t>(e.ids.size());
-    ids[r].narrow(0, 0, len).copy_(torch::tensor(e.ids, torch::kLong));
-    mask[r].narrow(0, 0, len).fill_(1);
-    labels[r] = e.label;
-  }
-  return Batch{{{"input_ids", ids}, {"attention_mask", mask}, {"labels", labels}}, n, 0};
+  return Batch{{{"input_ids", ids}, {"attention_mask", mask}, {"labels", torch::tensor(labels, torch::kLong)}}, n, 0};
 }
 
 std::vector<std::vector<int64_t>> TextClassificationTask::epoch_plan(uint64_t seed, int64_t epoch,
@@ -218,26 +171,6 @@ Metrics TextClassificationTask::eval_sums(const std::string&, const Batch& batch
 
 Metrics TextClassificationTask::metrics_from_sums(const Metrics& sums) const { return classification_metrics(sums); }
 
-torch::Tensor TextClassificationTask::text_probabilities(const std::vector<std::string>& texts) {
-  std::vector<Example> examples;
-  std::vector<int64_t> idx;
-  for (const auto& t : texts) {
-    idx.push_back(static_cast<int64_t>(examples.size()));
-    examples.push_back({encode(t), 0});
-  }
-  const auto device = model_->parameters().front().device();
-  torch::NoGradGuard g;
-  const Batch b = batch_of(examples, idx).to(device);
-  return model_->forward(b["input_ids"], {}, b["attention_mask"]).softmax(-1).to(torch::kCPU);
-}
-
-void TextClassificationTask::save_assets(const std::string& dir) const {
-  vocab_->save((fs::path(dir) / kVocabFile).string());
-  // Hugging Face's fast tokenizer where it encodes as this task does (WordPiece; document
-  // 000's basic_english words have no tokenizer.json form).
-  if (data_.tokenizer == "wordpiece")
-    write_file_checked((fs::path(dir) / "tokenizer.json").string(),
-                       data::WordPieceTokenizer(*vocab_).tokenizer_json().dump() + "\n");
-}
+void TextClassificationTask::save_assets(const std::string& dir) const { encoder_->save(dir); }
 
 }  // namespace zoo

@@ -42,15 +42,14 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
   config_ = config;
   context_ = context;
   data_ = read_options<TranslationDataOptions>(config.value("data", json::object()), "data");
-  source_text_ = SideTokenizer(data_.source_tokenizer, true);
-  target_text_ = SideTokenizer(data_.target_tokenizer, false);
+  text_.emplace(data_);
   const json& model_section = config.at("model");
   source_vocab_size_ = model_int(model_section, "source_vocab_size", 0);
   target_vocab_size_ = model_int(model_section, "target_vocab_size", 0);
   config_bos_ = model_int(model_section, "bos_id", -1);
   config_eos_ = model_int(model_section, "eos_id", -1);
-  const int64_t pad_id = model_int(model_section, "pad_id", kPadId);
-  if (pad_id != kPadId)
+  const int64_t pad_id = model_int(model_section, "pad_id", data::TranslationText::kPadId);
+  if (pad_id != data::TranslationText::kPadId)
     throw Error(
         cat("config: model.pad_id must be 0 for translation (the vocabularies' padding "
             "index), got ",
@@ -58,14 +57,16 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
 
   if (checkpoint_dir.empty()) {
     load_split();
-    train_tokenizers();
-    fit_vocabularies();
+    text_->fit(split_.train);
+    // The checkpoint's config says which models its source.spm / target.spm must be.
+    config_["data"]["source_tokenizer_fingerprint"] = data_.source_tokenizer_fingerprint = text_->source_fingerprint();
+    config_["data"]["target_tokenizer_fingerprint"] = data_.target_tokenizer_fingerprint = text_->target_fingerprint();
     check_vocabulary_sizes();
-    find_special_ids("the training split of data.path");
+    text_->find_special_ids("the training split of data.path", config_bos_, config_eos_);
   } else {
-    load_tokenizers(checkpoint_dir);
-    load_vocabularies(checkpoint_dir);
-    find_special_ids((fs::path(checkpoint_dir) / kTargetVocabFile).string());
+    text_->load(checkpoint_dir, source_vocab_size_, target_vocab_size_);
+    text_->find_special_ids((fs::path(checkpoint_dir) / data::TranslationText::kTargetVocabFile).string(), config_bos_,
+                            config_eos_);
   }
 
   // The facts from the data, under the names every translation model accepts; the model
@@ -73,17 +74,15 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
   json& section = config_["model"];
   section["source_vocab_size"] = source_vocab_size_;
   section["target_vocab_size"] = target_vocab_size_;
-  section["bos_id"] = bos_id_;
-  section["eos_id"] = eos_id_;
-  section["pad_id"] = kPadId;
+  section["bos_id"] = text_->bos_id();
+  section["eos_id"] = text_->eos_id();
+  section["pad_id"] = data::TranslationText::kPadId;
   model_ = models::build_encoder_decoder(section);
-  if (model_->pad_id() != kPadId)
+  if (model_->pad_id() != data::TranslationText::kPadId)
     throw Error(cat("model_type '", section.value("model_type", ""), "' pads with id ", model_->pad_id(),
                     " although model.pad_id is 0; its build() must honour model.pad_id"));
   if (checkpoint_dir.empty()) encode_training_pairs();
 }
-
-
 
 // ---------------------------------------------------------------------------------------
 // Data
@@ -122,10 +121,6 @@ void TranslationTask::load_split() {
   split_loaded_ = true;
 }
 
-
-
-
-
 void TranslationTask::encode_training_pairs() {
   train_src_.clear();
   train_tgt_.clear();
@@ -133,8 +128,8 @@ void TranslationTask::encode_training_pairs() {
   train_cost_.clear();
   int64_t dropped = 0;
   for (const auto& p : split_.train) {
-    std::vector<int64_t> src = source_vocab_.encode(source_text_.tokens(p.source));
-    std::vector<int64_t> tgt = target_vocab_.encode(target_text_.tokens(p.target));
+    std::vector<int64_t> src = text_->source_ids(p.source);
+    std::vector<int64_t> tgt = text_->target_ids(p.target);
     const auto n_src = static_cast<int64_t>(src.size()) - 2;  // without <start>/<end>
     const auto n_tgt = static_cast<int64_t>(tgt.size()) - 2;
     const int64_t limit = model_->max_positions();
@@ -260,8 +255,8 @@ std::vector<std::vector<int64_t>> TranslationTask::eval_plan(const std::string& 
   std::vector<int64_t> lengths;
   for (const auto& p : pairs) {
     eval_src_.push_back(encode_source(p.source));
-    eval_tgt_.push_back(target_vocab_.encode(target_text_.tokens(p.target)));
-    eval_references_.push_back(reference_text(p.target));
+    eval_tgt_.push_back(text_->target_ids(p.target));
+    eval_references_.push_back(data::TranslationText::reference_text(p.target));
     eval_unseen_.push_back(!seen.count(data::preprocess_chinese(p.source)));
     lengths.push_back(static_cast<int64_t>(eval_src_.back().size()));
   }
@@ -296,7 +291,7 @@ Metrics TranslationTask::eval_sums(const std::string&, const Batch& batch) {
   std::vector<std::string> hypotheses, references, unseen_hyps, unseen_refs;
   for (size_t j = 0; j < batch.examples.size(); ++j) {
     const auto e = static_cast<size_t>(batch.examples[j]);
-    hypotheses.push_back(detokenize(hyps[j].at(0).tokens));
+    hypotheses.push_back(text_->detokenize(hyps[j].at(0).tokens));
     references.push_back(eval_references_[e]);
     if (eval_unseen_[e]) {
       unseen_hyps.push_back(hypotheses.back());
@@ -320,72 +315,22 @@ Metrics TranslationTask::metrics_from_sums(const Metrics& sums) const {
                  {"examples_unseen_source", unseen}};
 }
 
-models::GenerationOptions TranslationTask::generation_options(int64_t num_beams, int64_t max_length,
-                                                              double length_penalty) const {
-  models::GenerationOptions g;
-  g.bos_id = bos_id_;
-  g.eos_id = eos_id_;
-  // A model with a position table cannot take more steps than it has positions.
-  const int64_t limit = model_->max_positions();
-  g.max_new_tokens = limit > 0 ? std::min(max_length, limit) : max_length;
-  g.num_beams = num_beams;
-  g.num_return_sequences = 1;
-  g.length_penalty = length_penalty;
-  g.validate();
-  return g;
+models::GenerationOptions TranslationTask::generation_options(int64_t num_beams, int64_t max_length) const {
+  return models::search_options(*model_, text_->bos_id(), text_->eos_id(), num_beams, max_length);
 }
 
-std::vector<Translation> TranslationTask::translate(const std::vector<std::string>& sentences,
-                                                    const models::GenerationOptions& options,
-                                                    const models::Constraint* constraint,
-                                                    int64_t batch_size) {
-  std::vector<Translation> out(sentences.size());
-  std::vector<std::vector<int64_t>> ids;
-  std::vector<size_t> where;  // sentence index of each entry of `ids`
-  std::vector<int64_t> lengths;
-  for (size_t i = 0; i < sentences.size(); ++i) {
-    const std::string text = data::python_strip(sentences[i]);
-    if (text.empty()) continue;
-    ids.push_back(encode_source(text, &out[i].source_tokens));
-    where.push_back(i);
-    lengths.push_back(static_cast<int64_t>(ids.back().size()));
-  }
-  if (ids.empty()) return out;
-  const auto params = model_->module()->parameters();
-  const torch::Device device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
-  for (const auto& batch :
-       data::bucket_batches(lengths, std::max<int64_t>(1, batch_size), 0, /*shuffle=*/false)) {
-    std::vector<std::vector<int64_t>> rows;
-    for (int64_t k : batch) rows.push_back(ids[k]);
-    auto src = data::pad_sequences(rows).to(device);
-    const auto hyps = models::generate(*model_, src, options, constraint);
-    for (size_t j = 0; j < batch.size(); ++j) {
-      const models::Hypothesis& h = hyps[j].at(0);
-      Translation& t = out[where[batch[j]]];
-      const auto s_len = static_cast<int64_t>(rows[j].size());
-      t.text = detokenize(h.tokens);
-      for (int64_t id : h.tokens) {
-        const bool known = id > 0 && id < target_vocab_.size();  // the model's output range
-        const std::string word = known ? target_vocab_.word(id) : std::string();
-        t.target_tokens.push_back(word.empty() ? (id == 0 ? "<pad>" : data_.oov_token) : word);
-      }
-      const auto n_tokens = static_cast<int64_t>(h.tokens.size());
-      t.attention =
-          h.attention.defined()
-              ? h.attention.narrow(1, 0, s_len).to(torch::kCPU, torch::kFloat).contiguous()
-              : torch::zeros({n_tokens, s_len});
-      t.score = h.score;
-      t.finished = h.finished;
-    }
-  }
-  return out;
+void TranslationTask::check_vocabulary_sizes() {
+  // Sizes given in the config must agree with the data (0 / absent: filled in).
+  auto fill = [&](const char* key, int64_t& field, int64_t actual, const char* limit_key) {
+    if (field != 0 && field != actual)
+      throw Error(cat("config: model.", key, " is ", field, " but the vocabulary built from ", data_.path, " has ",
+                      actual, " entries; remove model.", key, " (it is filled from the data) or set data.", limit_key));
+    field = actual;
+  };
+  fill("source_vocab_size", source_vocab_size_, text_->source_vocab().size(), "source_num_words");
+  fill("target_vocab_size", target_vocab_size_, text_->target_vocab().size(), "target_num_words");
 }
 
-
-
-
-
-
-
+void TranslationTask::save_assets(const std::string& dir) const { text_->save(dir, model_->max_positions()); }
 
 }  // namespace zoo

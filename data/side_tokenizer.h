@@ -12,16 +12,17 @@
 //                  tokenizer ends them with </s>; targets are framed. A joint model serves
 //                  both sides.
 //
-// The pieces are then ids through the task's Keras-style vocabularies (data/vocab.h, padding
-// 0, an OOV token), as the characters and words are. A SentencePiece model is saved beside
-// the vocabularies as source.spm / target.spm, the names Marian's tokenizer reads.
+// The pieces are then ids through Keras-style vocabularies (data/vocab.h, padding 0, an OOV
+// token; data/translation_text.h holds both sides), as the characters and words are. A
+// SentencePiece model is saved beside the vocabularies as source.spm / target.spm, the names
+// Marian's tokenizer reads.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "data/sentencepiece_tokenizer.h"
 
-namespace zoo {
+namespace zoo::data {
 
 class SideTokenizer {
  public:
@@ -55,4 +56,4 @@ class SideTokenizer {
   std::shared_ptr<data::SentencePieceTokenizer> spm_;
 };
 
-}  // namespace zoo
+}  // namespace zoo::data

@@ -1,4 +1,4 @@
-#include "train/tasks/translation_text.h"
+#include "data/side_tokenizer.h"
 #include "core/output_file.h"
 
 #include <unistd.h>
@@ -11,7 +11,7 @@
 
 namespace fs = std::filesystem;
 
-namespace zoo {
+namespace zoo::data {
 
 namespace {
 constexpr const char* kStart = "<start>";
@@ -99,4 +99,4 @@ void SideTokenizer::load(const std::string& dir, const std::string& file) {
 
 std::string SideTokenizer::fingerprint() const { return spm_ ? spm_->fingerprint() : ""; }
 
-}  // namespace zoo
+}  // namespace zoo::data

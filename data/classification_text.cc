@@ -1,0 +1,69 @@
+#include "data/classification_text.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/output_file.h"
+#include "data/text.h"
+#include "data/wordpiece_tokenizer.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo::data {
+
+ClassificationTextEncoder::ClassificationTextEncoder(const std::string& where, const TextClassificationDataOptions& data)
+    : wordpiece_(data.tokenizer == "wordpiece"), max_length_(data.max_length), head_tail_(data.truncation == "head_tail") {
+  std::error_code ec;
+  const std::string path = fs::is_directory(where, ec) ? (fs::path(where) / kVocabFile).string() : where;
+  auto tokens = WordPiece::read_tokens(path);
+  for (auto [token, id] : {std::pair{"[CLS]", &cls_}, {"[SEP]", &sep_}, {"[PAD]", &pad_}}) {
+    auto it = std::find(tokens.begin(), tokens.end(), token);
+    if (it == tokens.end()) throw Error(cat(path, ": the vocabulary has no ", token, " token"));
+    *id = it - tokens.begin();
+  }
+  try {
+    vocab_ = std::make_unique<WordPiece>(std::move(tokens));
+  } catch (const Error& e) {
+    throw Error(cat(path, ": ", e.what()));
+  }
+}
+
+std::vector<int64_t> ClassificationTextEncoder::encode(const std::string& text) const {
+  std::vector<int64_t> ids{cls_};
+  if (wordpiece_) {
+    for (int64_t id : vocab_->encode(text)) ids.push_back(id);
+  } else {
+    for (const auto& t : basic_english(text)) ids.push_back(vocab_->id(t));  // [UNK] when unknown
+  }
+  const auto room = static_cast<size_t>(max_length_ - 2), words = ids.size() - 1;
+  if (words > room && head_tail_) {
+    const size_t head = room / 4;  // ids[1 .. 1 + head) and the last room - head
+    ids.erase(ids.begin() + 1 + static_cast<std::ptrdiff_t>(head), ids.end() - static_cast<std::ptrdiff_t>(room - head));
+  } else if (words > room) {
+    ids.resize(room + 1);
+  }
+  ids.push_back(sep_);
+  return ids;
+}
+
+std::pair<torch::Tensor, torch::Tensor> ClassificationTextEncoder::pad(
+    const std::vector<const std::vector<int64_t>*>& rows) const {
+  int64_t width = 1;
+  for (const auto* r : rows) width = std::max<int64_t>(width, static_cast<int64_t>(r->size()));
+  const auto n = static_cast<int64_t>(rows.size());
+  auto ids = torch::full({n, width}, pad_, torch::kLong), mask = torch::zeros({n, width}, torch::kLong);
+  for (int64_t r = 0; r < n; ++r) {
+    const auto len = static_cast<int64_t>(rows[r]->size());
+    ids[r].narrow(0, 0, len).copy_(torch::tensor(*rows[r], torch::kLong));
+    mask[r].narrow(0, 0, len).fill_(1);
+  }
+  return {ids, mask};
+}
+
+void ClassificationTextEncoder::save(const std::string& dir) const {
+  vocab_->save((fs::path(dir) / kVocabFile).string());
+  if (wordpiece_)
+    write_file_checked((fs::path(dir) / "tokenizer.json").string(), WordPieceTokenizer(*vocab_).tokenizer_json().dump() + "\n");
+}
+
+}  // namespace zoo::data

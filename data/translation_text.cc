@@ -1,0 +1,242 @@
+#include "data/translation_text.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/output_file.h"
+#include "data/text.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo::data {
+
+namespace {
+
+constexpr const char* kStart = "<start>";
+constexpr const char* kEnd = "<end>";
+
+// Tokens of a preprocessed sentence without its <start>/<end> wrapper.
+std::vector<std::string> inner_tokens(const std::string& preprocessed) {
+  std::vector<std::string> tokens = split_tokens(preprocessed);
+  if (!tokens.empty() && tokens.front() == kStart) tokens.erase(tokens.begin());
+  if (!tokens.empty() && tokens.back() == kEnd) tokens.pop_back();
+  return tokens;
+}
+
+// The longest prefix of at most `bytes` bytes that ends on a character boundary.
+std::string utf8_prefix(const std::string& s, size_t bytes) {
+  if (s.size() <= bytes) return s;
+  while (bytes > 0 && (static_cast<unsigned char>(s[bytes]) & 0xC0) == 0x80) --bytes;
+  return s.substr(0, bytes);
+}
+
+}  // namespace
+
+TranslationText::TranslationText(const TranslationDataOptions& data)
+    : data_(data), source_(data.source_tokenizer, true), target_(data.target_tokenizer, false) {}
+
+void TranslationText::fit(const std::vector<SentencePair>& train) {
+  train_tokenizers(train);
+  fit_vocabularies(train);
+}
+
+void TranslationText::train_tokenizers(const std::vector<SentencePair>& train) {
+  std::vector<std::string> sources, targets;
+  for (const auto& p : train) {
+    if (source_.subwords()) sources.push_back(source_.normalize(p.source));
+    if (target_.subwords()) targets.push_back(target_.normalize(p.target));
+  }
+  const auto& type = data_.sentencepiece_model_type;
+  const int64_t size = data_.sentencepiece_vocab_size;
+  if (data_.joint_vocabulary && source_.subwords() && target_.subwords()) {
+    sources.insert(sources.end(), targets.begin(), targets.end());
+    source_.train(sources, type, size);
+    target_.share(source_);
+  } else {
+    if (source_.subwords()) source_.train(sources, type, size);
+    if (target_.subwords()) target_.train(targets, type, size);
+  }
+}
+
+void TranslationText::fit_vocabularies(const std::vector<SentencePair>& train) {
+  std::vector<std::string> sources, targets;
+  sources.reserve(train.size());
+  targets.reserve(train.size());
+  for (const auto& p : train) {
+    sources.push_back(source_.tokens(p.source));
+    targets.push_back(target_.tokens(p.target));
+  }
+  if (data_.joint_vocabulary) {
+    std::vector<std::string> both = sources;
+    both.insert(both.end(), targets.begin(), targets.end());
+    source_vocab_ = target_vocab_ = Vocab::fit(both, data_.target_num_words, data_.oov_token);
+    return;
+  }
+  source_vocab_ = Vocab::fit(sources, data_.source_num_words, data_.oov_token);
+  target_vocab_ = Vocab::fit(targets, data_.target_num_words, data_.oov_token);
+}
+
+void TranslationText::load(const std::string& dir, int64_t source_vocab_size, int64_t target_vocab_size) {
+  load_tokenizers(dir);
+  const std::string config_path = (fs::path(dir) / "config.json").string();
+  auto load_vocab = [&](const char* file, int64_t expected, const char* key) {
+    const std::string path = (fs::path(dir) / file).string();
+    std::error_code ec;
+    if (!fs::exists(path, ec))
+      throw Error(cat(path, ": missing; a translation checkpoint needs the vocabularies it was trained with (zoo train "
+                            "writes ", kSourceVocabFile, " and ", kTargetVocabFile, " into every checkpoint)"));
+    Vocab v = Vocab::load(path);
+    if (v.size() != expected)
+      throw Error(cat(path, ": the vocabulary has ", v.size(), " entries but model.", key, " in ", config_path, " is ",
+                      expected, "; this vocabulary does not belong to this checkpoint"));
+    return v;
+  };
+  source_vocab_ = load_vocab(kSourceVocabFile, source_vocab_size, "source_vocab_size");
+  target_vocab_ = load_vocab(kTargetVocabFile, target_vocab_size, "target_vocab_size");
+}
+
+void TranslationText::load_tokenizers(const std::string& dir) {
+  const std::pair<SideTokenizer*, const std::string*> sides[] = {
+      {&source_, &data_.source_tokenizer_fingerprint}, {&target_, &data_.target_tokenizer_fingerprint}};
+  for (auto [side, expected] : sides) {
+    const std::string file = side == &source_ ? "source.spm" : "target.spm";
+    side->load(dir, file);
+    // (A Hugging Face directory names no fingerprint: its files are taken as they are.)
+    if (side->subwords() && !expected->empty() && side->fingerprint() != *expected)
+      throw Error(cat((fs::path(dir) / file).string(), ": this SentencePiece model does not belong to this checkpoint ",
+                      "(its fingerprint is ", side->fingerprint(), "; the checkpoint was trained with ", *expected,
+                      "); put back the ", file, " it was saved with"));
+  }
+}
+
+void TranslationText::find_special_ids(const std::string& where, int64_t bos, int64_t eos) {
+  // Special ids come from the target vocabulary; they must be ids the model can produce.
+  for (const char* token : {kStart, kEnd}) {
+    if (!target_vocab_.contains(token)) throw Error(cat(where, ": the target vocabulary has no ", token, " token"));
+    const int64_t id = target_vocab_.index(token);
+    if (id >= target_vocab_.size())
+      throw Error(cat("data.target_num_words (", target_vocab_.num_words(), ") is too small: ", token, " has index ", id,
+                      "; raise it or set it to 0"));
+  }
+  bos_id_ = target_vocab_.index(kStart);
+  eos_id_ = target_vocab_.index(kEnd);
+  if ((bos >= 0 && bos != bos_id_) || (eos >= 0 && eos != eos_id_))
+    throw Error(cat(where, ": <start>/<end> have ids ", bos_id_, "/", eos_id_, " but the model section says bos_id ",
+                    bos, ", eos_id ", eos, "; the vocabulary does not belong to this model"));
+}
+
+std::vector<int64_t> TranslationText::source_ids(const std::string& raw) const {
+  return source_vocab_.encode(source_.tokens(raw));
+}
+
+std::vector<int64_t> TranslationText::target_ids(const std::string& raw) const {
+  return target_vocab_.encode(target_.tokens(raw));
+}
+
+std::vector<int64_t> TranslationText::encode_source(const std::string& sentence, int64_t limit,
+                                                    std::vector<std::string>* tokens) const {
+  std::vector<int64_t> ids;
+  for (const auto& token : split_tokens(source_.tokens(sentence))) {
+    // One id per character; without an OOV token unknown characters are dropped (Keras).
+    const std::vector<int64_t> id = source_vocab_.encode(token);
+    if (id.empty()) continue;
+    ids.push_back(id.front());
+    if (tokens) tokens->push_back(token);
+  }
+  const auto most = static_cast<size_t>(std::max<int64_t>(limit, 0));
+  if (most > 1 && ids.size() > most) {
+    if (!data_.truncate_source)
+      throw Error(cat("a source sentence of ", ids.size(), " tokens (its <start>/<end> markers included) is longer than the ",
+                      most, " this model reads (model.max_position_embeddings): '", utf8_prefix(sentence, 60),
+                      sentence.size() > 60 ? "...'" : "'",
+                      "; set data.truncate_source=true (zoo translate --truncate) to cut it"));
+    const int64_t end = ids.back();  // keep <end>
+    ids.resize(most - 1);
+    ids.push_back(end);
+    if (tokens) {
+      const std::string last = tokens->back();
+      tokens->resize(most - 1);
+      tokens->push_back(last);
+    }
+  }
+  return ids;
+}
+
+std::optional<std::vector<int64_t>> TranslationText::encode_target(const std::string& sentence, std::string* why) const {
+  const std::vector<std::string> words = inner_tokens(target_.tokens(sentence));
+  if (words.empty()) {
+    if (why) *why = "no words left after preprocessing (only digits or symbols?)";
+    return std::nullopt;
+  }
+  std::vector<int64_t> ids;
+  for (const auto& w : words) {
+    const bool usable = target_vocab_.contains(w) && target_vocab_.index(w) < target_vocab_.size() &&
+                        target_vocab_.index(w) != target_vocab_.oov_index();
+    if (!usable) {
+      if (why) *why = cat("the word '", w, "' is not in the target vocabulary");
+      return std::nullopt;
+    }
+    ids.push_back(target_vocab_.index(w));
+  }
+  return ids;
+}
+
+std::string TranslationText::reference_text(const std::string& english) {
+  std::string out;
+  for (const auto& w : inner_tokens(preprocess_eng(english))) {
+    if (!out.empty()) out += ' ';
+    out += w;
+  }
+  return out;
+}
+
+std::string TranslationText::detokenize(const std::vector<int64_t>& ids) const {
+  std::vector<int64_t> words;
+  for (int64_t id : ids)
+    if (id != eos_id_ && id != bos_id_ && id != kPadId) words.push_back(id);
+  if (!target_.subwords()) return target_vocab_.decode(words);
+  std::vector<std::string> pieces;
+  for (int64_t id : words) {
+    const bool known = id > 0 && id < target_vocab_.size();
+    pieces.push_back(known ? target_vocab_.word(id) : data_.oov_token);
+  }
+  return target_.detokenize(pieces);
+}
+
+std::vector<std::string> TranslationText::target_tokens(const std::vector<int64_t>& ids) const {
+  std::vector<std::string> out;
+  for (int64_t id : ids) {
+    const bool known = id > 0 && id < target_vocab_.size();  // the model's output range
+    const std::string word = known ? target_vocab_.word(id) : std::string();
+    out.push_back(word.empty() ? (id == kPadId ? "<pad>" : data_.oov_token) : word);
+  }
+  return out;
+}
+
+void TranslationText::save(const std::string& dir, int64_t max_positions) const {
+  source_.save(dir, "source.spm");
+  target_.save(dir, "target.spm");
+  source_vocab_.save((fs::path(dir) / kSourceVocabFile).string());
+  target_vocab_.save((fs::path(dir) / kTargetVocabFile).string());
+  if (data_.joint_vocabulary && source_.subwords() && target_.subwords()) save_marian_tokenizer(dir, max_positions);
+}
+
+// Hugging Face's MarianTokenizer reads source.spm / target.spm (written above), vocab.json
+// (piece -> id) and tokenizer_config.json. It encodes a source as its pieces' ids + </s>,
+// which is how SideTokenizer frames SentencePiece sources; </s>, <unk> and <pad> name our
+// <end>, OOV and padding ids.
+void TranslationText::save_marian_tokenizer(const std::string& dir, int64_t max_positions) const {
+  json vocab = json::object();
+  for (int64_t id = 1; id < source_vocab_.size(); ++id)
+    if (!source_vocab_.word(id).empty()) vocab[source_vocab_.word(id)] = id;
+  vocab["</s>"] = eos_id_;
+  vocab["<unk>"] = source_vocab_.oov_index();
+  vocab["<pad>"] = kPadId;
+  const json config{{"tokenizer_class", "MarianTokenizer"}, {"source_lang", "zh"}, {"target_lang", "en"},
+                    {"separate_vocabs", false}, {"eos_token", "</s>"}, {"unk_token", "<unk>"},
+                    {"pad_token", "<pad>"}, {"model_max_length", std::max<int64_t>(max_positions, 1)}};
+  write_file_checked((fs::path(dir) / "vocab.json").string(), vocab.dump(2) + "\n");
+  write_file_checked((fs::path(dir) / "tokenizer_config.json").string(), config.dump(2) + "\n");
+}
+
+}  // namespace zoo::data

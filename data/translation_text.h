@@ -1,0 +1,175 @@
+#pragma once
+// Both sides of Chinese -> English sentence pairs as the ids a translation model reads and
+// writes (document 000's preprocessing): the "data" section, each side's tokenizer
+// (data/side_tokenizer.h) and Keras-style vocabulary (data/vocab.h: padding 0, an OOV token),
+// and <start>/<end>, whose ids are looked up in the target vocabulary, never assumed. Training
+// fits them on the training split; a checkpoint's source_vocab.json / target_vocab.json (and
+// source.spm / target.spm) load them back, checked against its model section. The translation
+// task and the translator (predict/translator.h) encode and decode through this one class.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/options.h"
+#include "data/pairs.h"
+#include "data/side_tokenizer.h"
+#include "data/vocab.h"
+
+namespace zoo::data {
+
+/// The "data" section of translation configs.
+struct TranslationDataOptions {
+  std::string path;  // required for training and evaluation
+  bool strict = false;
+  int64_t num_examples = 0;  // 0: every pair of the file
+  int64_t test_size = 1000;
+  int64_t valid_size = 1000;
+  int64_t split_seed = 1234;
+  int64_t source_num_words = 0;  // 0: no limit
+  int64_t target_num_words = 0;
+  std::string oov_token = "<unk>";
+  int64_t max_source_length = 0;  // 0: no limit
+  int64_t max_target_length = 0;
+  double teacher_forcing_ratio = 1.0;
+  int64_t eval_beam_size = 1;
+  int64_t eval_max_length = 50;
+  int64_t max_eval_samples = 0;  // 0: the whole split
+  bool truncate_source = false;
+  int64_t batch_tokens = 0;  // 0: batches of train.per_device_train_batch_size pairs
+  std::string source_tokenizer = "char";
+  std::string target_tokenizer = "word";
+  bool joint_vocabulary = false;
+  std::string sentencepiece_model_type = "unigram";
+  int64_t sentencepiece_vocab_size = 8000;
+  std::string source_tokenizer_fingerprint;  // filled in by training
+  std::string target_tokenizer_fingerprint;
+
+  template <class V>
+  void fields(V& v) {
+    v("path", path,
+      "pair file, English<TAB>Chinese[<TAB>attribution] per line (Tatoeba/Anki cmn.txt; "
+      "tools/fetch_data.sh cmn-eng); without a leading /, ./, ../ or ~/ it is looked up in the "
+      "data home (ZOO_DATA_DIR)");
+    v("strict", strict, "stop at the first malformed line instead of skipping and counting it");
+    v("num_examples", num_examples, "use only the first N pairs of the file; 0 = all", at_least(0));
+    v("test_size", test_size, "pairs held out as the test split", at_least(0));
+    v("valid_size", valid_size, "pairs held out as the validation split", at_least(0));
+    v("split_seed", split_seed, "seed of the train/valid/test split (independent of train.seed)",
+      between(0, 9.0e15));
+    v("source_num_words", source_num_words,
+      "keep the N-1 most frequent source characters (Keras num_words); 0 = all", at_least(0));
+    v("target_num_words", target_num_words,
+      "keep the N-1 most frequent target words (Keras num_words); 0 = all", at_least(0));
+    v("oov_token", oov_token,
+      "token for characters/words outside the vocabulary; \"\" drops them (Keras default)");
+    v("max_source_length", max_source_length,
+      "drop training pairs with more source characters (<start>/<end> not counted); 0 = keep all",
+      at_least(0));
+    v("max_target_length", max_target_length,
+      "drop training pairs with more target words (<start>/<end> not counted); 0 = keep all",
+      at_least(0));
+    v("teacher_forcing_ratio", teacher_forcing_ratio,
+      "probability of feeding the reference token (else the model's own) at each training step",
+      between(0, 1));
+    v("eval_beam_size", eval_beam_size, "beam size of the BLEU decodes; 1 = greedy",
+      between(1, 64));
+    v("eval_max_length", eval_max_length, "most tokens decoded per sentence for BLEU",
+      between(1, 1000));
+    v("max_eval_samples", max_eval_samples, "evaluate on the first N pairs of the split; 0 = all",
+      at_least(0));
+    v("source_tokenizer", source_tokenizer,
+      "Chinese side: char (document 000: a token per character) | word (the text's own "
+      "whitespace-separated words, for segmented text) | sentencepiece (subwords learned from the "
+      "training split)",
+      one_of({"char", "word", "sentencepiece"}));
+    v("target_tokenizer", target_tokenizer,
+      "English side: word (document 000's preprocessing) | sentencepiece (subwords of that "
+      "preprocessed text)",
+      one_of({"word", "sentencepiece"}));
+    v("joint_vocabulary", joint_vocabulary,
+      "one vocabulary (and one SentencePiece model) for both sides, so the model can share "
+      "its embeddings (model.share_encoder_decoder_embeddings)");
+    v("sentencepiece_model_type", sentencepiece_model_type, "SentencePiece algorithm",
+      one_of({"unigram", "bpe"}));
+    v("sentencepiece_vocab_size", sentencepiece_vocab_size,
+      "pieces of each SentencePiece model (of the joint one with joint_vocabulary)", at_least(8));
+    v("source_tokenizer_fingerprint", source_tokenizer_fingerprint,
+      "written by training: the SentencePiece model a checkpoint's source.spm must be");
+    v("target_tokenizer_fingerprint", target_tokenizer_fingerprint,
+      "written by training: the SentencePiece model a checkpoint's target.spm must be");
+    v("batch_tokens", batch_tokens,
+      "training batches of about N tokens (pairs x the longest source or target, padding "
+      "included; fairseq's and Marian's max_tokens) instead of per_device_train_batch_size "
+      "pairs; with data parallelism N counts the whole global batch; 0 = by pairs",
+      at_least(0));
+    v("truncate_source", truncate_source,
+      "cut a source longer than the model can read (a Transformer's position table) to that "
+      "length instead of stopping with an error (zoo translate --truncate)");
+  }
+};
+
+class TranslationText {
+ public:
+  /// Padding is index 0 of both Keras-style vocabularies; the model must agree.
+  static constexpr int64_t kPadId = 0;
+  /// The vocabularies in a checkpoint directory.
+  static constexpr const char* kSourceVocabFile = "source_vocab.json";
+  static constexpr const char* kTargetVocabFile = "target_vocab.json";
+
+  explicit TranslationText(const TranslationDataOptions& data);
+
+  /// Learns the SentencePiece models (of the sides that use one) and the vocabularies from
+  /// the training pairs; fingerprint() then names the models a checkpoint must hold.
+  void fit(const std::vector<SentencePair>& train);
+  /// From checkpoint directory `dir`: the SentencePiece models (checked against data's
+  /// fingerprints) and the vocabularies, whose sizes must be the model section's (named in
+  /// messages as DIR/config.json).
+  void load(const std::string& dir, int64_t source_vocab_size, int64_t target_vocab_size);
+  /// <start>/<end> from the target vocabulary; `bos`/`eos` (-1: not given) are the model
+  /// section's, which must agree; `where` names the vocabulary's origin in messages.
+  void find_special_ids(const std::string& where, int64_t bos = -1, int64_t eos = -1);
+  /// Writes source_vocab.json / target_vocab.json (+ the SentencePiece models and, for a joint
+  /// one, the files Hugging Face's MarianTokenizer reads, which need the model's positions).
+  void save(const std::string& dir, int64_t max_positions) const;
+
+  /// The training encoding of a raw pair's sides: framed as the side frames them.
+  std::vector<int64_t> source_ids(const std::string& raw) const;
+  std::vector<int64_t> target_ids(const std::string& raw) const;
+  /// The source ids the model reads for a raw sentence, and the token shown for each id. A
+  /// sentence longer than `limit` (the model's positions; 0: none) is a zoo::Error naming the
+  /// limit, or cut to it with data.truncate_source.
+  std::vector<int64_t> encode_source(const std::string& sentence, int64_t limit,
+                                     std::vector<std::string>* tokens = nullptr) const;
+  /// An English sentence as the target ids the model can produce (preprocessed like the
+  /// training targets, without <start>/<end>), for constrained decoding. std::nullopt with
+  /// the reason in `why` when a word is not in the vocabulary or nothing is left.
+  std::optional<std::vector<int64_t>> encode_target(const std::string& sentence, std::string* why = nullptr) const;
+  /// Generated target ids -> the text BLEU compares (<start>, <end> and padding dropped).
+  std::string detokenize(const std::vector<int64_t>& ids) const;
+  /// The token of each generated id, for heat maps ("<pad>", the OOV token where unknown).
+  std::vector<std::string> target_tokens(const std::vector<int64_t>& ids) const;
+  /// Preprocessed English without <start>/<end>: what BLEU compares against.
+  static std::string reference_text(const std::string& english);
+
+  const Vocab& source_vocab() const { return source_vocab_; }
+  const Vocab& target_vocab() const { return target_vocab_; }
+  int64_t bos_id() const { return bos_id_; }
+  int64_t eos_id() const { return eos_id_; }
+  /// The SentencePiece models' fingerprints ("" for a side without one).
+  std::string source_fingerprint() const { return source_.fingerprint(); }
+  std::string target_fingerprint() const { return target_.fingerprint(); }
+
+ private:
+  void train_tokenizers(const std::vector<SentencePair>& train);
+  void fit_vocabularies(const std::vector<SentencePair>& train);
+  void load_tokenizers(const std::string& dir);
+  void save_marian_tokenizer(const std::string& dir, int64_t max_positions) const;
+
+  TranslationDataOptions data_;
+  SideTokenizer source_, target_;
+  Vocab source_vocab_, target_vocab_;
+  int64_t bos_id_ = -1, eos_id_ = -1;
+};
+
+}  // namespace zoo::data

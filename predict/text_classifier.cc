@@ -1,0 +1,48 @@
+#include "predict/text_classifier.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "io/checkpoint.h"
+#include "io/inference_model.h"
+
+namespace zoo {
+
+TextClassifier::TextClassifier(models::BertForSequenceClassification model, data::ClassificationTextEncoder encoder,
+                               std::vector<std::string> labels)
+    : model_(std::move(model)), encoder_(std::move(encoder)), labels_(std::move(labels)) {}
+
+torch::Tensor TextClassifier::probabilities(const std::vector<std::string>& texts) {
+  std::vector<std::vector<int64_t>> encoded;
+  for (const auto& t : texts) encoded.push_back(encoder_.encode(t));
+  std::vector<const std::vector<int64_t>*> rows;
+  for (const auto& e : encoded) rows.push_back(&e);
+  auto [ids, mask] = encoder_.pad(rows);
+  const auto device = model_->parameters().front().device();
+  torch::NoGradGuard no_grad;
+  return model_->forward(ids.to(device), {}, mask.to(device)).softmax(-1).to(torch::kCPU);
+}
+
+std::unique_ptr<TextClassifier> load_text_classifier(const std::string& given, const torch::Device& device) {
+  const std::string dir = model_dir(given);
+  const json config = load_checkpoint_config(dir);
+  const std::string task = config.value("task", std::string());
+  if (task != "text_classification")
+    throw Error(cat(given, ": not a text classification model (task '", task, "'); zoo classify on texts needs one"));
+  const auto data = read_options<data::TextClassificationDataOptions>(config.value("data", json::object()), "data");
+  models::BertForSequenceClassification model(std::dynamic_pointer_cast<models::BertForSequenceClassificationImpl>(
+      load_inference_model(dir, config, device)));  // the vocabulary's fingerprint checked too
+  const std::string source = (std::filesystem::path(dir) / "config.json").string();
+  if (model.is_empty()) throw Error(cat(source, ": not a BERT sequence classifier"));
+  data::ClassificationTextEncoder encoder(dir, data);
+  const int64_t declared = config.at("model").value("vocab_size", int64_t{0});
+  if (declared != encoder.vocab_size())
+    throw Error(cat(dir, ": the vocabulary (", encoder.vocab_size(), " tokens) does not belong to this model (",
+                    source, ": model.vocab_size ", declared, ")"));
+  if (static_cast<int64_t>(data.labels.size()) != model->options().num_labels)
+    throw Error(cat(source, ": data.labels has ", data.labels.size(), " names but the model has ",
+                    model->options().num_labels, " labels"));
+  return std::make_unique<TextClassifier>(std::move(model), std::move(encoder), data.labels);
+}
+
+}  // namespace zoo

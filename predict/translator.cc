@@ -1,0 +1,75 @@
+#include "predict/translator.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "data/text.h"
+#include "io/checkpoint.h"
+#include "io/inference_model.h"
+
+namespace zoo {
+
+Translator::Translator(std::shared_ptr<models::EncoderDecoder> model, data::TranslationText text)
+    : model_(std::move(model)), text_(std::move(text)) {}
+
+models::GenerationOptions Translator::generation_options(int64_t num_beams, int64_t max_length,
+                                                         double length_penalty) const {
+  return models::search_options(*model_, text_.bos_id(), text_.eos_id(), num_beams, max_length, length_penalty);
+}
+
+std::vector<Translation> Translator::translate(const std::vector<std::string>& sentences,
+                                               const models::GenerationOptions& options,
+                                               const models::Constraint* constraint, int64_t batch_size) {
+  std::vector<Translation> out(sentences.size());
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<size_t> where;  // sentence index of each entry of `ids`
+  std::vector<int64_t> lengths;
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const std::string text = data::python_strip(sentences[i]);
+    if (text.empty()) continue;
+    ids.push_back(text_.encode_source(text, model_->max_positions(), &out[i].source_tokens));
+    where.push_back(i);
+    lengths.push_back(static_cast<int64_t>(ids.back().size()));
+  }
+  if (ids.empty()) return out;
+  const auto params = model_->module()->parameters();
+  const torch::Device device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
+  for (const auto& batch : data::bucket_batches(lengths, std::max<int64_t>(1, batch_size), 0, /*shuffle=*/false)) {
+    std::vector<std::vector<int64_t>> rows;
+    for (int64_t k : batch) rows.push_back(ids[k]);
+    const auto hyps = models::generate(*model_, data::pad_sequences(rows).to(device), options, constraint);
+    for (size_t j = 0; j < batch.size(); ++j) {
+      const models::Hypothesis& h = hyps[j].at(0);
+      Translation& t = out[where[batch[j]]];
+      const auto s_len = static_cast<int64_t>(rows[j].size());
+      t.text = text_.detokenize(h.tokens);
+      t.target_tokens = text_.target_tokens(h.tokens);
+      t.attention = h.attention.defined() ? h.attention.narrow(1, 0, s_len).to(torch::kCPU, torch::kFloat).contiguous()
+                                          : torch::zeros({static_cast<int64_t>(h.tokens.size()), s_len});
+      t.score = h.score;
+      t.finished = h.finished;
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<Translator> load_translator(const std::string& given, const torch::Device& device, bool truncate) {
+  const std::string dir = model_dir(given);
+  json config = load_checkpoint_config(dir);
+  const std::string task = config.value("task", std::string());
+  const json& section = config.at("model");
+  if (task != "translation")
+    throw Error(cat(given, ": not a translation model (model_type '", section.value("model_type", ""), "', task '", task,
+                    "'); zoo translate needs a translation checkpoint"));
+  if (truncate) config["data"]["truncate_source"] = true;
+  data::TranslationText text(read_options<data::TranslationDataOptions>(config.value("data", json::object()), "data"));
+  auto module = load_inference_model(dir, config, device);  // the assets' fingerprints checked too
+  auto model = std::dynamic_pointer_cast<models::EncoderDecoder>(module);
+  if (!model) throw Error(cat(given, ": model_type '", section.value("model_type", ""), "' is not an encoder-decoder"));
+  text.load(dir, section.value("source_vocab_size", int64_t{0}), section.value("target_vocab_size", int64_t{0}));
+  text.find_special_ids((std::filesystem::path(dir) / data::TranslationText::kTargetVocabFile).string(),
+                        section.value("bos_id", int64_t{-1}), section.value("eos_id", int64_t{-1}));
+  return std::make_unique<Translator>(std::move(model), std::move(text));
+}
+
+}  // namespace zoo
