@@ -14,7 +14,8 @@ namespace zoo::data {
 ClassificationTextEncoder::ClassificationTextEncoder(const std::string& where, const TextClassificationDataOptions& data)
     : wordpiece_(data.tokenizer == "wordpiece"), max_length_(data.max_length), head_tail_(data.truncation == "head_tail") {
   std::error_code ec;
-  const std::string path = fs::is_directory(where, ec) ? (fs::path(where) / kVocabFile).string() : where;
+  path_ = fs::is_directory(where, ec) ? (fs::path(where) / kVocabFile).string() : where;
+  const std::string& path = path_;
   auto tokens = WordPiece::read_tokens(path);
   for (auto [token, id] : {std::pair{"[CLS]", &cls_}, {"[SEP]", &sep_}, {"[PAD]", &pad_}}) {
     auto it = std::find(tokens.begin(), tokens.end(), token);
@@ -58,6 +59,15 @@ std::pair<torch::Tensor, torch::Tensor> ClassificationTextEncoder::pad(
     mask[r].narrow(0, 0, len).fill_(1);
   }
   return {ids, mask};
+}
+
+DataFacts ClassificationTextEncoder::facts(const std::vector<std::string>& labels) const {
+  DataFacts f;
+  f.origin = path_;
+  f.vocab_size = vocab_->size();
+  f.pad_id = pad_;
+  f.labels = labels;
+  return f;
 }
 
 void ClassificationTextEncoder::save(const std::string& dir) const {

@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include "core/data_facts.h"
 #include "core/options.h"
 #include "data/wordpiece.h"
 
@@ -80,11 +81,15 @@ class ClassificationTextEncoder {
   std::pair<torch::Tensor, torch::Tensor> pad(const std::vector<const std::vector<int64_t>*>& rows) const;
   int64_t vocab_size() const { return vocab_->size(); }
   int64_t pad_id() const { return pad_; }
+  /// What the vocabulary tells the model: its size and [PAD] id, and `labels`; messages name
+  /// the vocab.txt.
+  DataFacts facts(const std::vector<std::string>& labels) const;
   /// vocab.txt into `dir`, and Hugging Face's tokenizer.json where it encodes alike (WordPiece;
   /// basic_english words have no tokenizer.json form).
   void save(const std::string& dir) const;
 
  private:
+  std::string path_;
   std::unique_ptr<WordPiece> vocab_;
   bool wordpiece_ = false;
   int64_t max_length_ = 0;

@@ -65,6 +65,15 @@ std::string detected_kind(const std::string& dir) {
 }
 }  // namespace
 
+DataFacts language_model_facts(const Tokenizer& tokenizer) {
+  DataFacts facts;
+  facts.origin = cat("the ", tokenizer.kind(), " tokenizer");
+  facts.vocab_size = tokenizer.vocab_size();
+  facts.vocab_size_at_least = true;
+  facts.bos_id = facts.eos_id = tokenizer.eos_id();
+  return facts;
+}
+
 bool has_tokenizer(const std::string& dir) { return !detected_kind(dir).empty(); }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {

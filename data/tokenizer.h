@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/data_facts.h"
+
 namespace zoo::data {
 
 class Tokenizer {
@@ -41,6 +43,11 @@ class Tokenizer {
   /// alike.
   virtual std::string fingerprint() const = 0;
 };
+
+/// What a language model's tokenizer tells the model (models::complete_model_section): its
+/// ids (the model's table may have more rows: GPT-2 pads 50,257 to 50,304) and its
+/// end-of-text id as both bos and eos, as GPT-2 starts and ends texts with <|endoftext|>.
+DataFacts language_model_facts(const Tokenizer& tokenizer);
 
 /// Whether `dir` holds a tokenizer load_tokenizer() reads.
 bool has_tokenizer(const std::string& dir);

@@ -109,7 +109,7 @@ void TranslationText::load_tokenizers(const std::string& dir) {
   }
 }
 
-void TranslationText::find_special_ids(const std::string& where, int64_t bos, int64_t eos) {
+void TranslationText::find_special_ids(const std::string& where) {
   // Special ids come from the target vocabulary; they must be ids the model can produce.
   for (const char* token : {kStart, kEnd}) {
     if (!target_vocab_.contains(token)) throw Error(cat(where, ": the target vocabulary has no ", token, " token"));
@@ -120,9 +120,16 @@ void TranslationText::find_special_ids(const std::string& where, int64_t bos, in
   }
   bos_id_ = target_vocab_.index(kStart);
   eos_id_ = target_vocab_.index(kEnd);
-  if ((bos >= 0 && bos != bos_id_) || (eos >= 0 && eos != eos_id_))
-    throw Error(cat(where, ": <start>/<end> have ids ", bos_id_, "/", eos_id_, " but the model section says bos_id ",
-                    bos, ", eos_id ", eos, "; the vocabulary does not belong to this model"));
+}
+
+DataFacts TranslationText::facts() const {
+  DataFacts f;
+  f.source_vocab_size = source_vocab_.size();
+  f.target_vocab_size = target_vocab_.size();
+  f.bos_id = bos_id_;
+  f.eos_id = eos_id_;
+  f.pad_id = kPadId;
+  return f;
 }
 
 std::vector<int64_t> TranslationText::source_ids(const std::string& raw) const {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/data_facts.h"
 #include "core/options.h"
 #include "data/pairs.h"
 #include "data/side_tokenizer.h"
@@ -126,9 +127,12 @@ class TranslationText {
   /// fingerprints) and the vocabularies, whose sizes must be the model section's (named in
   /// messages as DIR/config.json).
   void load(const std::string& dir, int64_t source_vocab_size, int64_t target_vocab_size);
-  /// <start>/<end> from the target vocabulary; `bos`/`eos` (-1: not given) are the model
-  /// section's, which must agree; `where` names the vocabulary's origin in messages.
-  void find_special_ids(const std::string& where, int64_t bos = -1, int64_t eos = -1);
+  /// <start>/<end> from the target vocabulary, which must hold them as ids the model can
+  /// produce; `where` names the vocabulary's origin in messages.
+  void find_special_ids(const std::string& where);
+  /// What the vocabularies tell the model: their sizes, <start>/<end> and padding 0
+  /// (after fit() or load(), and find_special_ids()).
+  DataFacts facts() const;
   /// Writes source_vocab.json / target_vocab.json (+ the SentencePiece models and, for a joint
   /// one, the files Hugging Face's MarianTokenizer reads, which need the model's positions).
   void save(const std::string& dir, int64_t max_positions) const;

@@ -183,6 +183,7 @@ ModelEntry bert_entry() {
   e.to_hf = bert_to_hf;
   e.architectures = {{"bert_pretraining", "BertForPreTraining"},
                      {"text_classification", "BertForSequenceClassification"}};
+  e.fact_keys = {{"vocab_size", "vocab_size"}, {"pad_id", "pad_token_id"}, {"labels", "labels"}};
   // The head is the task's: the classifier for text classification, else MLM + NSP.
   e.build = [](const json& section, const std::string& task) -> std::shared_ptr<torch::nn::Module> {
     const auto o = read_options<BertOptions>(section, "model", {"model_type"});

@@ -38,6 +38,9 @@ json with_hf_labels(json hf);
 /// Keys of a translation model's section beside its options' fields: the target vocabulary's
 /// <start> and <end> ids, which the translation task fills in from the data.
 const std::vector<std::string>& translation_extra_keys();
+/// A translation model's DataFacts keys (ModelEntry::fact_keys): the vocabulary sizes and the
+/// special ids under their own names.
+std::map<std::string, std::string> translation_fact_keys();
 
 /// The section of a translation model (Seq2SeqOptions, TransformerOptions): vocabulary sizes
 /// of 0 (absent) mean "from the data", the task fills them in; everything else is checked

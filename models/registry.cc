@@ -129,6 +129,12 @@ const std::vector<std::string>& translation_extra_keys() {
   return keys;
 }
 
+std::map<std::string, std::string> translation_fact_keys() {
+  std::map<std::string, std::string> keys;
+  for (const char* k : {"source_vocab_size", "target_vocab_size", "bos_id", "eos_id", "pad_id"}) keys[k] = k;
+  return keys;
+}
+
 }  // namespace entry
 
 const std::vector<ModelEntry>& model_registry() {
@@ -202,6 +208,53 @@ std::shared_ptr<EncoderDecoder> build_encoder_decoder(const json& section) {
                     "': the registry says is_encoder_decoder, but its build() returned a module that does not "
                     "implement models::EncoderDecoder"));
   return model;
+}
+
+namespace {
+// The section's integer at `key`, or `unset` when absent.
+int64_t section_int(const json& section, const std::string& key, int64_t unset) {
+  if (!section.contains(key)) return unset;
+  int64_t value = unset;
+  detail::read_value(section[key], cat("model.", key), value);
+  return value;
+}
+
+}  // namespace
+
+json complete_model_section(json section, const DataFacts& facts) {
+  const auto& keys = model_entry(model_type_of(section)).fact_keys;
+  const auto key_of = [&](const char* fact) {
+    const auto it = keys.find(fact);
+    return it == keys.end() ? std::string() : it->second;
+  };
+  const auto fail = [&](const std::string& key, const std::string& what, int64_t given) {
+    throw Error(cat(facts.origin, " has ", what, " but model.", key, " is ", given, "; ",
+                    facts.mismatch_hint.empty() ? cat("remove model.", key, " (it is filled in from the data)")
+                                                : facts.mismatch_hint));
+  };
+  for (auto [fact, value] : {std::pair{"vocab_size", facts.vocab_size}, {"source_vocab_size", facts.source_vocab_size},
+                             {"target_vocab_size", facts.target_vocab_size}}) {
+    const std::string key = key_of(fact);
+    if (value <= 0 || key.empty()) continue;
+    const int64_t given = section_int(section, key, 0);
+    const bool at_least = facts.vocab_size_at_least && std::string(fact) == "vocab_size";
+    if (given != 0 && (at_least ? given < value : given != value))
+      fail(key, cat(value, at_least ? " ids, more than the model's rows," : " entries"), given);
+    if (given == 0) section[key] = value;
+  }
+  for (auto [fact, value] : {std::pair{"bos_id", facts.bos_id}, {"eos_id", facts.eos_id}}) {
+    const std::string key = key_of(fact);
+    if (value < 0 || key.empty()) continue;
+    const int64_t given = section_int(section, key, -1);
+    if (given >= 0 && given != value) fail(key, cat(std::string(fact) == "bos_id" ? "the start" : "the end", " id ", value), given);
+    section[key] = value;
+  }
+  if (const std::string key = key_of("pad_id"); facts.pad_id >= 0 && !key.empty()) section[key] = facts.pad_id;
+  if (const std::string key = key_of("labels"); !facts.labels.empty() && !key.empty()) {
+    section[key] = facts.labels;
+    section["num_labels"] = facts.labels.size();
+  }
+  return section;
 }
 
 std::vector<std::string> preset_names() {

@@ -22,6 +22,7 @@
 
 #include <torch/torch.h>
 
+#include "core/data_facts.h"
 #include "core/options.h"
 #include "models/encoder_decoder.h"
 
@@ -59,6 +60,10 @@ struct ModelEntry {
   /// The model_type of the Hugging Face config.json when it differs ("marian" for zoo's
   /// "transformer"); Hugging Face directories of that type load as this entry.
   std::string hf_model_type;
+  /// DataFacts field ("vocab_size", "source_vocab_size", "target_vocab_size", "bos_id",
+  /// "eos_id", "pad_id", "labels") -> this family's key for it (GPT-2: "eos_token_id").
+  /// complete_model_section() skips the facts a family has no key for.
+  std::map<std::string, std::string> fact_keys;
 };
 
 /// The families' entries (each beside its model).
@@ -67,6 +72,15 @@ ModelEntry seq2seq_entry();
 ModelEntry transformer_entry();
 ModelEntry gpt2_entry();
 ModelEntry bert_entry();
+
+/// `section` (resolved or not; its model_type names the entry) completed from what the data
+/// says, under the family's keys (ModelEntry::fact_keys), by one rule:
+/// - a vocabulary size the section leaves out (or 0) is filled in; one it gives must equal
+///   the data's (or be at least it, with facts.vocab_size_at_least);
+/// - a special id the section leaves out (or -1) is filled in; one it gives must equal it;
+/// - the padding id and the class names (and num_labels) are the data's.
+/// A mismatch is a zoo::Error naming the key, both values, facts.origin and the fix.
+json complete_model_section(json section, const DataFacts& facts);
 
 /// Every model type, in table order.
 const std::vector<ModelEntry>& model_registry();

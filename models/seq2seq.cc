@@ -310,6 +310,7 @@ ModelEntry seq2seq_entry() {
   e.from_hf = seq2seq_from_hf;
   e.to_hf = seq2seq_to_hf;
   e.architectures = {{"translation", "Seq2SeqGRUAttention"}};
+  e.fact_keys = entry::translation_fact_keys();
   e.build = [](const json& section, const std::string&) {
     return Seq2Seq(read_options<Seq2SeqOptions>(section, "model", entry::translation_extra_keys())).ptr();
   };

@@ -339,6 +339,7 @@ ModelEntry transformer_entry() {
   e.from_hf = transformer_from_hf;
   e.to_hf = transformer_to_hf;
   e.architectures = {{"translation", "MarianMTModel"}};
+  e.fact_keys = entry::translation_fact_keys();
   e.build = [](const json& section, const std::string&) {
     return Transformer(read_options<TransformerOptions>(section, "model", entry::translation_extra_keys())).ptr();
   };

@@ -147,6 +147,7 @@ ModelEntry vit_entry() {
   e.from_hf = vit_from_hf;
   e.to_hf = vit_to_hf;
   e.architectures = {{"image_classification", "ViTForImageClassification"}};
+  e.fact_keys = {{"labels", "labels"}};
   e.build = [](const json& section, const std::string&) {
     return ViTForImageClassification(read_options<ViTOptions>(section, "model", {"model_type"})).ptr();
   };

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/inference_model.h"
+#include "models/registry.h"
 
 namespace zoo {
 
@@ -35,10 +36,9 @@ std::unique_ptr<TextClassifier> load_text_classifier(const std::string& given, c
   const std::string source = (std::filesystem::path(dir) / "config.json").string();
   if (model.is_empty()) throw Error(cat(source, ": not a BERT sequence classifier"));
   data::ClassificationTextEncoder encoder(dir, data);
-  const int64_t declared = config.at("model").value("vocab_size", int64_t{0});
-  if (declared != encoder.vocab_size())
-    throw Error(cat(dir, ": the vocabulary (", encoder.vocab_size(), " tokens) does not belong to this model (",
-                    source, ": model.vocab_size ", declared, ")"));
+  DataFacts facts = encoder.facts(data.labels);
+  facts.mismatch_hint = cat("this vocabulary does not belong to the model of ", source);
+  models::complete_model_section(config.at("model"), facts);  // throws when they disagree
   if (static_cast<int64_t>(data.labels.size()) != model->options().num_labels)
     throw Error(cat(source, ": data.labels has ", data.labels.size(), " names but the model has ",
                     model->options().num_labels, " labels"));

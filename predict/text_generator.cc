@@ -75,9 +75,9 @@ std::unique_ptr<TextGenerator> load_text_generator(const std::string& given, con
       std::dynamic_pointer_cast<models::GPT2LMHeadModelImpl>(load_inference_model(dir, config, device)));
   if (model.is_empty()) throw Error(cat(source, ": model_type '", type, "' is not a GPT-2"));
   auto tokenizer = checked_tokenizer(dir, config);
-  if (model->options().vocab_size < tokenizer->vocab_size())
-    throw Error(cat(source, ": model.vocab_size (", model->options().vocab_size, ") is smaller than the tokenizer's ",
-                    tokenizer->vocab_size(), " ids"));
+  DataFacts facts = data::language_model_facts(*tokenizer);
+  facts.mismatch_hint = cat("this tokenizer does not belong to the model of ", source);
+  models::complete_model_section(config.at("model"), facts);  // throws when they disagree
   return std::make_unique<GptTextGenerator>(std::move(model), std::move(tokenizer));
 }
 

@@ -6,6 +6,7 @@
 #include "data/text.h"
 #include "io/checkpoint.h"
 #include "io/inference_model.h"
+#include "models/registry.h"
 
 namespace zoo {
 
@@ -67,8 +68,12 @@ std::unique_ptr<Translator> load_translator(const std::string& given, const torc
   auto model = std::dynamic_pointer_cast<models::EncoderDecoder>(module);
   if (!model) throw Error(cat(given, ": model_type '", section.value("model_type", ""), "' is not an encoder-decoder"));
   text.load(dir, section.value("source_vocab_size", int64_t{0}), section.value("target_vocab_size", int64_t{0}));
-  text.find_special_ids((std::filesystem::path(dir) / data::TranslationText::kTargetVocabFile).string(),
-                        section.value("bos_id", int64_t{-1}), section.value("eos_id", int64_t{-1}));
+  const std::string where = (std::filesystem::path(dir) / data::TranslationText::kTargetVocabFile).string();
+  text.find_special_ids(where);
+  DataFacts facts = text.facts();
+  facts.origin = where;
+  facts.mismatch_hint = "the vocabulary does not belong to this model";
+  models::complete_model_section(section, facts);  // throws when they disagree
   return std::make_unique<Translator>(std::move(model), std::move(text));
 }
 

@@ -194,5 +194,61 @@ TEST(Config, EveryShippedRecipeResolves) {
   }
   EXPECT_GE(recipes, 8) << "recipes under " << dir;
 }
+// One rule completes a model section from what the data says (models::complete_model_section):
+// each family under its own keys, sizes filled or checked (exactly, or at least for a language
+// model's padded table), special ids filled or checked, padding and labels the data's.
+TEST(DataFacts, CompleteAModelSectionByOneRuleUnderEachFamilysKeys) {
+  DataFacts lm;
+  lm.origin = "the gpt2 tokenizer";
+  lm.vocab_size = 50257;
+  lm.vocab_size_at_least = true;
+  lm.bos_id = lm.eos_id = 50256;
+  json gpt = models::complete_model_section(json{{"model_type", "gpt2"}}, lm);
+  EXPECT_EQ(gpt["vocab_size"], 50257);
+  EXPECT_EQ(gpt["eos_token_id"], 50256);
+  EXPECT_EQ(gpt["bos_token_id"], 50256);
+  EXPECT_FALSE(gpt.contains("labels"));
+  gpt = models::complete_model_section(json{{"model_type", "gpt2"}, {"vocab_size", 50304}}, lm);
+  EXPECT_EQ(gpt["vocab_size"], 50304) << "a padded table keeps its rows";
+  std::string msg = error_of([&] { models::complete_model_section(json{{"model_type", "gpt2"}, {"vocab_size", 100}}, lm); });
+  EXPECT_EQ(msg, "the gpt2 tokenizer has 50257 ids, more than the model's rows, but model.vocab_size is 100; "
+                 "remove model.vocab_size (it is filled in from the data)");
+  msg = error_of([&] { models::complete_model_section(json{{"model_type", "gpt2"}, {"eos_token_id", 0}}, lm); });
+  EXPECT_NE(msg.find("has the end id 50256 but model.eos_token_id is 0"), std::string::npos) << msg;
+
+  DataFacts cls;
+  cls.origin = "run/vocab.txt";
+  cls.mismatch_hint = "this vocabulary does not belong to this checkpoint";
+  cls.vocab_size = 30;
+  cls.pad_id = 1;
+  cls.labels = {"neg", "neu", "pos"};
+  json bert = models::complete_model_section(json{{"model_type", "bert"}, {"pad_token_id", 0}}, cls);
+  EXPECT_EQ(bert["vocab_size"], 30);
+  EXPECT_EQ(bert["pad_token_id"], 1) << "the vocabulary's [PAD]";
+  EXPECT_EQ(bert["num_labels"], 3);
+  EXPECT_EQ(bert["labels"], (json{"neg", "neu", "pos"}));
+  msg = error_of([&] { models::complete_model_section(json{{"model_type", "bert"}, {"vocab_size", 31}}, cls); });
+  EXPECT_EQ(msg, "run/vocab.txt has 30 entries but model.vocab_size is 31; this vocabulary does not belong to this checkpoint");
+
+  DataFacts pairs;
+  pairs.origin = "the vocabulary built from cmn.txt";
+  pairs.source_vocab_size = 40;
+  pairs.target_vocab_size = 50;
+  pairs.bos_id = 1;
+  pairs.eos_id = 2;
+  pairs.pad_id = 0;
+  json tf = models::complete_model_section(json{{"model_type", "transformer"}, {"target_vocab_size", 0}}, pairs);
+  EXPECT_EQ(tf["source_vocab_size"], 40);
+  EXPECT_EQ(tf["target_vocab_size"], 50);
+  EXPECT_EQ(tf["bos_id"], 1);
+  EXPECT_EQ(tf["pad_id"], 0);
+  msg = error_of([&] { models::complete_model_section(json{{"model_type", "seq2seq"}, {"target_vocab_size", 9}}, pairs); });
+  EXPECT_EQ(msg.rfind("the vocabulary built from cmn.txt has 50 entries but model.target_vocab_size is 9", 0), 0u) << msg;
+  // A fact the family has no key for is not written (ViT takes labels only).
+  json vit = models::complete_model_section(json{{"model_type", "vit"}}, pairs);
+  EXPECT_FALSE(vit.contains("source_vocab_size"));
+  EXPECT_FALSE(vit.contains("pad_id"));
+}
+
 }  // namespace
 }  // namespace zoo

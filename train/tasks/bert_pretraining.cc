@@ -43,14 +43,12 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
     vocab_ = read_vocab((fs::path(checkpoint_dir) / kVocabFile).string());
     vocab_size = static_cast<int64_t>(vocab_.size());
   }
-  const int64_t declared = model.value("vocab_size", int64_t{0});
-  if (declared != 0 && declared != vocab_size)
-    throw Error(cat(checkpoint_dir.empty() ? std::string("the reviews' vocabulary")
-                                           : (fs::path(checkpoint_dir) / kVocabFile).string(),
-                    " has ", vocab_size, " tokens but model.vocab_size is ", declared,
-                    checkpoint_dir.empty() ? "; remove model.vocab_size (it is filled in from the data)"
-                                           : "; this vocabulary does not belong to this checkpoint"));
-  model["vocab_size"] = vocab_size;
+  DataFacts facts;
+  facts.origin = checkpoint_dir.empty() ? std::string("the reviews' vocabulary")
+                                        : (fs::path(checkpoint_dir) / kVocabFile).string();
+  if (!checkpoint_dir.empty()) facts.mismatch_hint = "this vocabulary does not belong to this checkpoint";
+  facts.vocab_size = vocab_size;
+  model = models::complete_model_section(model, facts);
   const json resolved = models::resolve_model_config(model);
   positions_ = resolved.value("max_position_embeddings", int64_t{512});
   if (examples_.width > positions_)

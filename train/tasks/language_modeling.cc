@@ -66,7 +66,7 @@ LanguageModelingTask::LanguageModelingTask(const json& config, const TaskContext
   context_ = context;
   data_ = read_options<LanguageModelingDataOptions>(config.value("data", json::object()), "data");
   load_or_build_tokenizer(checkpoint_dir);
-  config_["model"] = complete_model_section(config.at("model"));
+  config_["model"] = models::complete_model_section(config.at("model"), data::language_model_facts(*tokenizer_));
   config_["data"]["tokenizer_fingerprint"] = data_.tokenizer_fingerprint;
   model_ = models::GPT2LMHeadModel(
       std::dynamic_pointer_cast<models::GPT2LMHeadModelImpl>(models::build_model(config_["model"])));
@@ -99,19 +99,6 @@ void LanguageModelingTask::load_or_build_tokenizer(const std::string& checkpoint
                     data_.tokenizer_fingerprint,
                     "); put the checkpoint's own tokenizer files back, or train a new model for this tokenizer"));
   data_.tokenizer_fingerprint = found;
-}
-
-json LanguageModelingTask::complete_model_section(json model) const {
-  const int64_t vocab = tokenizer_->vocab_size();
-  const int64_t declared = model.value("vocab_size", int64_t{0});
-  if (declared == 0) model["vocab_size"] = vocab;
-  else if (declared < vocab)
-    throw Error(cat("config: model.vocab_size (", declared, ") is smaller than the tokenizer's ", vocab,
-                    " ids; remove model.vocab_size to take the tokenizer's"));
-  const int64_t eos = tokenizer_->eos_id();
-  if (eos >= 0 && model.value("eos_token_id", int64_t{-1}) < 0) model["eos_token_id"] = eos;
-  if (eos >= 0 && model.value("bos_token_id", int64_t{-1}) < 0) model["bos_token_id"] = eos;
-  return model;
 }
 
 int64_t LanguageModelingTask::block_size() const {

@@ -72,7 +72,6 @@ class LanguageModelingTask : public Task {
 
  private:
   void load_or_build_tokenizer(const std::string& checkpoint_dir);
-  json complete_model_section(json model) const;
   std::string stream_path(const std::string& output_dir) const;
   void open_stream(const std::string& output_dir);
   int64_t block_size() const;

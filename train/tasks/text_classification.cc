@@ -31,15 +31,10 @@ TextClassificationTask::TextClassificationTask(const json& config, const TaskCon
     throw Error("config: text classification needs a vocabulary: set data.vocab (a vocab.txt) or train.init_from "
                 "(a pretrained checkpoint, whose vocab.txt is used)");
   encoder_.emplace(checkpoint_dir.empty() && where == data_.vocab ? existing_data_path(where, "data.vocab") : where, data_);
+  DataFacts facts = encoder_->facts(data_.labels);
+  if (!checkpoint_dir.empty()) facts.mismatch_hint = "this vocabulary does not belong to this checkpoint";
   json& model = config_["model"];
-  const int64_t declared = model.value("vocab_size", int64_t{0});
-  if (declared != 0 && declared != encoder_->vocab_size())
-    throw Error(cat("the vocabulary (", encoder_->vocab_size(), " tokens) does not belong to this model (model.vocab_size ",
-                    declared, ")"));
-  model["vocab_size"] = encoder_->vocab_size();
-  model["num_labels"] = data_.labels.size();
-  model["labels"] = data_.labels;
-  model["pad_token_id"] = encoder_->pad_id();
+  model = models::complete_model_section(model, facts);
   model_ = models::BertForSequenceClassification(std::dynamic_pointer_cast<models::BertForSequenceClassificationImpl>(
       models::build_model(models::resolve_model_config(model), "text_classification")));
 }

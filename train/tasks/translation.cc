@@ -44,10 +44,6 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
   data_ = read_options<TranslationDataOptions>(config.value("data", json::object()), "data");
   text_.emplace(data_);
   const json& model_section = config.at("model");
-  source_vocab_size_ = model_int(model_section, "source_vocab_size", 0);
-  target_vocab_size_ = model_int(model_section, "target_vocab_size", 0);
-  config_bos_ = model_int(model_section, "bos_id", -1);
-  config_eos_ = model_int(model_section, "eos_id", -1);
   const int64_t pad_id = model_int(model_section, "pad_id", data::TranslationText::kPadId);
   if (pad_id != data::TranslationText::kPadId)
     throw Error(
@@ -55,28 +51,30 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
             "index), got ",
             pad_id));
 
+  DataFacts facts;
   if (checkpoint_dir.empty()) {
     load_split();
     text_->fit(split_.train);
     // The checkpoint's config says which models its source.spm / target.spm must be.
     config_["data"]["source_tokenizer_fingerprint"] = data_.source_tokenizer_fingerprint = text_->source_fingerprint();
     config_["data"]["target_tokenizer_fingerprint"] = data_.target_tokenizer_fingerprint = text_->target_fingerprint();
-    check_vocabulary_sizes();
-    text_->find_special_ids("the training split of data.path", config_bos_, config_eos_);
+    text_->find_special_ids("the training split of data.path");
+    facts = text_->facts();
+    facts.origin = cat("the vocabulary built from ", data_.path);
   } else {
-    text_->load(checkpoint_dir, source_vocab_size_, target_vocab_size_);
-    text_->find_special_ids((fs::path(checkpoint_dir) / data::TranslationText::kTargetVocabFile).string(), config_bos_,
-                            config_eos_);
+    text_->load(checkpoint_dir, model_int(model_section, "source_vocab_size", 0),
+                model_int(model_section, "target_vocab_size", 0));
+    const std::string where = (fs::path(checkpoint_dir) / data::TranslationText::kTargetVocabFile).string();
+    text_->find_special_ids(where);
+    facts = text_->facts();
+    facts.origin = where;
+    facts.mismatch_hint = "the vocabulary does not belong to this model";
   }
 
   // The facts from the data, under the names every translation model accepts; the model
   // section is then complete and the registry builds whatever model type it names.
   json& section = config_["model"];
-  section["source_vocab_size"] = source_vocab_size_;
-  section["target_vocab_size"] = target_vocab_size_;
-  section["bos_id"] = text_->bos_id();
-  section["eos_id"] = text_->eos_id();
-  section["pad_id"] = data::TranslationText::kPadId;
+  section = models::complete_model_section(section, facts);
   model_ = models::build_encoder_decoder(section);
   if (model_->pad_id() != data::TranslationText::kPadId)
     throw Error(cat("model_type '", section.value("model_type", ""), "' pads with id ", model_->pad_id(),
@@ -317,18 +315,6 @@ Metrics TranslationTask::metrics_from_sums(const Metrics& sums) const {
 
 models::GenerationOptions TranslationTask::generation_options(int64_t num_beams, int64_t max_length) const {
   return models::search_options(*model_, text_->bos_id(), text_->eos_id(), num_beams, max_length);
-}
-
-void TranslationTask::check_vocabulary_sizes() {
-  // Sizes given in the config must agree with the data (0 / absent: filled in).
-  auto fill = [&](const char* key, int64_t& field, int64_t actual, const char* limit_key) {
-    if (field != 0 && field != actual)
-      throw Error(cat("config: model.", key, " is ", field, " but the vocabulary built from ", data_.path, " has ",
-                      actual, " entries; remove model.", key, " (it is filled from the data) or set data.", limit_key));
-    field = actual;
-  };
-  fill("source_vocab_size", source_vocab_size_, text_->source_vocab().size(), "source_num_words");
-  fill("target_vocab_size", target_vocab_size_, text_->target_vocab().size(), "target_num_words");
 }
 
 void TranslationTask::save_assets(const std::string& dir) const { text_->save(dir, model_->max_positions()); }

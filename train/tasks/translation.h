@@ -90,14 +90,9 @@ class TranslationTask : public Task {
   std::vector<data::SentencePair> eval_pairs(const std::string& split);
   // The preprocessed sources of the training split (for BLEU on unseen sources).
   const std::set<std::string>& training_sources();
-  // Vocabulary sizes from the data, checked against (or filled into) the model section's.
-  void check_vocabulary_sizes();
   void encode_training_pairs();
 
   TranslationDataOptions data_;
-  // The model section's facts about the data (0 / -1: not given, filled in from the data).
-  int64_t source_vocab_size_ = 0, target_vocab_size_ = 0;
-  int64_t config_bos_ = -1, config_eos_ = -1;
   std::shared_ptr<models::EncoderDecoder> model_;
   std::string checkpoint_dir_;
   std::optional<data::TranslationText> text_;
