@@ -325,14 +325,9 @@ json load_checkpoint_config(const std::string& given) {
       if (p.contains("image_mean") && p.contains("image_std"))
         out["data"] = {{"mean", p["image_mean"]}, {"std", p["image_std"]}};
     }
-    // A BERT sequence classifier: WordPiece over its vocab.txt, its classes by name.
-    if (task == "text_classification") {
-      json labels = json::array();
-      const json& model = out["model"];
-      for (int64_t i = 0; i < model.value("num_labels", int64_t{2}); ++i)
-        labels.push_back(model.contains("labels") && model["labels"].size() > static_cast<size_t>(i)
-                             ? model["labels"][i].get<std::string>()
-                             : cat("LABEL_", i));
+    if (task == "text_classification") {  // a BERT sequence classifier: WordPiece, its classes by name
+      json labels = out["model"].value("labels", json::array());
+      for (auto i = labels.size(); i < out["model"].value("num_labels", size_t{2}); ++i) labels.push_back(cat("LABEL_", i));
       out["data"] = {{"tokenizer", "wordpiece"}, {"labels", labels}};
     }
     // A Marian tokenizer (source.spm / target.spm) tells how the sentences were cut.
