@@ -113,6 +113,48 @@ TEST(Transformer, MarianExportGivesThePythonReferenceTheSameLogits) {
   }
 }
 
+// Document 002's PyTorch Transformer (tests/py/doc002_transformer.py: its Encoder, Decoder and
+// Transformer, with the document's defects fixed) is zoo's Transformer with these options:
+// post-norm, ReLU, embeddings neither scaled nor shared, an untied output projection without
+// bias, and the document's interleaved position table, which the weights carry as the
+// embed_positions buffers. Logits at every target position that is not padding, within 1e-5.
+TEST(Transformer, IsTheTransformerOfDocument002) {
+  test::TempDir dir;
+  const auto r = test::run_python("doc002_transformer.py", dir.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto file = safetensors::load(dir / "doc002.safetensors").tensors;
+  const auto io = safetensors::load(dir / "io002.safetensors").tensors;
+  models::TransformerOptions o;
+  o.source_vocab_size = 21;  // the document's vocab_size + 1 (its padding row)
+  o.target_vocab_size = 19;
+  o.d_model = 32;
+  o.encoder_layers = o.decoder_layers = 2;
+  o.encoder_attention_heads = o.decoder_attention_heads = 4;
+  o.encoder_ffn_dim = o.decoder_ffn_dim = 48;
+  o.max_position_embeddings = 16;
+  o.dropout = 0;
+  o.activation_function = "relu";
+  o.scale_embedding = false;
+  o.normalize_before = false;
+  o.share_encoder_decoder_embeddings = false;
+  o.tie_word_embeddings = false;
+  models::Transformer m(o);
+  size_t copied = 0;
+  {
+    torch::NoGradGuard no_grad;  // every tensor of the model from the file, none of the file left over
+    for (auto& p : m->named_parameters()) p.value().copy_(file.at(p.key())), ++copied;
+    for (auto& b : m->named_buffers()) b.value().copy_(file.at(b.key())), ++copied;
+  }
+  EXPECT_EQ(copied, file.size());
+  m->eval();
+  torch::NoGradGuard no_grad;
+  const auto& tgt = io.at("tgt");
+  auto logits = m->forward(io.at("src"), tgt).narrow(-1, 0, io.at("logits").size(-1));  // no logit for padding
+  const auto error = (logits - io.at("logits")).abs().amax(-1).masked_select(tgt.ne(0));
+  ASSERT_EQ(error.numel(), 9);  // 6 + 3 target tokens
+  EXPECT_LE(error.max().item<double>(), 1e-5);
+}
+
 TEST(Transformer, APreNormModelSaysWhyItHasNoMarianExport) {
   auto o = tiny(true);
   o.normalize_before = true;
