@@ -74,6 +74,14 @@ DataFacts language_model_facts(const Tokenizer& tokenizer) {
   return facts;
 }
 
+void check_tokenizer_fingerprint(const Tokenizer& tokenizer, const std::string& expected, const std::string& source) {
+  const std::string found = tokenizer.fingerprint();
+  if (!expected.empty() && expected != found)
+    throw Error(cat(source, ": this tokenizer (", tokenizer.kind(), ", ", tokenizer.vocab_size(), " ids, fingerprint ",
+                    found, ") is not the one the model was trained with (fingerprint ", expected,
+                    "); put the checkpoint's own tokenizer files back, or train a new model for this tokenizer"));
+}
+
 bool has_tokenizer(const std::string& dir) { return !detected_kind(dir).empty(); }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {

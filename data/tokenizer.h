@@ -49,6 +49,10 @@ class Tokenizer {
 /// end-of-text id as both bos and eos, as GPT-2 starts and ends texts with <|endoftext|>.
 DataFacts language_model_facts(const Tokenizer& tokenizer);
 
+/// Throws a zoo::Error naming `source` when `tokenizer` is not the one a model was trained with,
+/// whose fingerprint is `expected` ("": not recorded, any tokenizer passes).
+void check_tokenizer_fingerprint(const Tokenizer& tokenizer, const std::string& expected, const std::string& source);
+
 /// Whether `dir` holds a tokenizer load_tokenizer() reads.
 bool has_tokenizer(const std::string& dir);
 /// The tokenizer in `dir` (tokenizer_config.json's kind; else vocab.json + merges.txt as GPT-2;

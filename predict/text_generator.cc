@@ -52,12 +52,8 @@ std::unique_ptr<data::Tokenizer> checked_tokenizer(const std::string& dir, const
     throw Error(cat(dir, ": no tokenizer files (tokenizer.json, vocab.json + merges.txt, char_vocab.json or a "
                          "SentencePiece model); copy the ones the model was trained with into it"));
   auto tokenizer = data::load_tokenizer(dir);
-  const std::string want = config.value("data", json::object()).value("tokenizer_fingerprint", std::string());
-  const std::string found = tokenizer->fingerprint();
-  if (!want.empty() && want != found)
-    throw Error(cat(dir, ": this tokenizer (", tokenizer->kind(), ", ", tokenizer->vocab_size(), " ids, fingerprint ",
-                    found, ") is not the one the model was trained with (fingerprint ", want,
-                    "); put the checkpoint's own tokenizer files back, or train a new model for this tokenizer"));
+  data::check_tokenizer_fingerprint(
+      *tokenizer, config.value("data", json::object()).value("tokenizer_fingerprint", std::string()), dir);
   return tokenizer;
 }
 

@@ -92,13 +92,8 @@ void LanguageModelingTask::load_or_build_tokenizer(const std::string& checkpoint
     source = existing_data_path(data_.tokenizer, "data.tokenizer");
     tokenizer_ = data::load_tokenizer(source);
   }
-  const std::string found = tokenizer_->fingerprint();
-  if (!data_.tokenizer_fingerprint.empty() && data_.tokenizer_fingerprint != found)
-    throw Error(cat(source, ": this tokenizer (", tokenizer_->kind(), ", ", tokenizer_->vocab_size(),
-                    " ids, fingerprint ", found, ") is not the one the model was trained with (fingerprint ",
-                    data_.tokenizer_fingerprint,
-                    "); put the checkpoint's own tokenizer files back, or train a new model for this tokenizer"));
-  data_.tokenizer_fingerprint = found;
+  data::check_tokenizer_fingerprint(*tokenizer_, data_.tokenizer_fingerprint, source);
+  data_.tokenizer_fingerprint = tokenizer_->fingerprint();
 }
 
 int64_t LanguageModelingTask::block_size() const {
