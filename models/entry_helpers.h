@@ -38,6 +38,9 @@ json with_hf_labels(json hf);
 /// Keys of a translation model's section beside its options' fields: the target vocabulary's
 /// <start> and <end> ids, which the translation task fills in from the data.
 const std::vector<std::string>& translation_extra_keys();
+/// The integer at `key` of a model section, or `unset` when absent; a wrong type is a
+/// zoo::Error naming model.KEY.
+int64_t section_int(const json& section, const std::string& key, int64_t unset);
 /// A translation model's DataFacts keys (ModelEntry::fact_keys): the vocabulary sizes and the
 /// special ids under their own names.
 std::map<std::string, std::string> translation_fact_keys();

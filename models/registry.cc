@@ -129,6 +129,13 @@ const std::vector<std::string>& translation_extra_keys() {
   return keys;
 }
 
+int64_t section_int(const json& section, const std::string& key, int64_t unset) {
+  if (!section.contains(key)) return unset;
+  int64_t value = unset;
+  detail::read_value(section[key], cat("model.", key), value);
+  return value;
+}
+
 std::map<std::string, std::string> translation_fact_keys() {
   std::map<std::string, std::string> keys;
   for (const char* k : {"source_vocab_size", "target_vocab_size", "bos_id", "eos_id", "pad_id"}) keys[k] = k;
@@ -210,17 +217,6 @@ std::shared_ptr<EncoderDecoder> build_encoder_decoder(const json& section) {
   return model;
 }
 
-namespace {
-// The section's integer at `key`, or `unset` when absent.
-int64_t section_int(const json& section, const std::string& key, int64_t unset) {
-  if (!section.contains(key)) return unset;
-  int64_t value = unset;
-  detail::read_value(section[key], cat("model.", key), value);
-  return value;
-}
-
-}  // namespace
-
 json complete_model_section(json section, const DataFacts& facts) {
   const auto& keys = model_entry(model_type_of(section)).fact_keys;
   const auto key_of = [&](const char* fact) {
@@ -236,7 +232,7 @@ json complete_model_section(json section, const DataFacts& facts) {
                              {"target_vocab_size", facts.target_vocab_size}}) {
     const std::string key = key_of(fact);
     if (value <= 0 || key.empty()) continue;
-    const int64_t given = section_int(section, key, 0);
+    const int64_t given = entry::section_int(section, key, 0);
     const bool at_least = facts.vocab_size_at_least && std::string(fact) == "vocab_size";
     if (given != 0 && (at_least ? given < value : given != value))
       fail(key, cat(value, at_least ? " ids, more than the model's rows," : " entries"), given);
@@ -245,7 +241,7 @@ json complete_model_section(json section, const DataFacts& facts) {
   for (auto [fact, value] : {std::pair{"bos_id", facts.bos_id}, {"eos_id", facts.eos_id}}) {
     const std::string key = key_of(fact);
     if (value < 0 || key.empty()) continue;
-    const int64_t given = section_int(section, key, -1);
+    const int64_t given = entry::section_int(section, key, -1);
     if (given >= 0 && given != value) fail(key, cat(std::string(fact) == "bos_id" ? "the start" : "the end", " id ", value), given);
     section[key] = value;
   }

@@ -6,6 +6,7 @@
 #include "data/text.h"
 #include "io/checkpoint.h"
 #include "io/inference_model.h"
+#include "models/entry_helpers.h"
 #include "models/registry.h"
 
 namespace zoo {
@@ -67,7 +68,8 @@ std::unique_ptr<Translator> load_translator(const std::string& given, const torc
   auto module = load_inference_model(dir, config, device);  // the assets' fingerprints checked too
   auto model = std::dynamic_pointer_cast<models::EncoderDecoder>(module);
   if (!model) throw Error(cat(given, ": model_type '", section.value("model_type", ""), "' is not an encoder-decoder"));
-  text.load(dir, section.value("source_vocab_size", int64_t{0}), section.value("target_vocab_size", int64_t{0}));
+  text.load(dir, models::entry::section_int(section, "source_vocab_size", 0),
+            models::entry::section_int(section, "target_vocab_size", 0));
   const std::string where = (std::filesystem::path(dir) / data::TranslationText::kTargetVocabFile).string();
   text.find_special_ids(where);
   DataFacts facts = text.facts();

@@ -7,6 +7,7 @@
 
 #include "core/paths.h"
 #include "data/text.h"
+#include "models/entry_helpers.h"
 #include "models/registry.h"
 #include "train/bleu.h"
 
@@ -17,14 +18,6 @@ namespace zoo {
 namespace {
 
 namespace F = torch::nn::functional;
-
-// An integer of the model section, or `fallback` when absent; wrong types name the key.
-int64_t model_int(const json& section, const char* key, int64_t fallback) {
-  if (!section.contains(key)) return fallback;
-  int64_t value = fallback;
-  detail::read_value(section[key], cat("model.", key), value);
-  return value;
-}
 
 // The run directory of a checkpoint directory (OUT of OUT/checkpoint-N), tolerating a
 // trailing slash.
@@ -44,7 +37,7 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
   data_ = read_options<TranslationDataOptions>(config.value("data", json::object()), "data");
   text_.emplace(data_);
   const json& model_section = config.at("model");
-  const int64_t pad_id = model_int(model_section, "pad_id", data::TranslationText::kPadId);
+  const int64_t pad_id = models::entry::section_int(model_section, "pad_id", data::TranslationText::kPadId);
   if (pad_id != data::TranslationText::kPadId)
     throw Error(
         cat("config: model.pad_id must be 0 for translation (the vocabularies' padding "
@@ -62,8 +55,8 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
     facts = text_->facts();
     facts.origin = cat("the vocabulary built from ", data_.path);
   } else {
-    text_->load(checkpoint_dir, model_int(model_section, "source_vocab_size", 0),
-                model_int(model_section, "target_vocab_size", 0));
+    text_->load(checkpoint_dir, models::entry::section_int(model_section, "source_vocab_size", 0),
+                models::entry::section_int(model_section, "target_vocab_size", 0));
     const std::string where = (fs::path(checkpoint_dir) / data::TranslationText::kTargetVocabFile).string();
     text_->find_special_ids(where);
     facts = text_->facts();
