@@ -3,39 +3,37 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "core/output_file.h"
-#include "data/text.h"
+#include "data/basic_english_tokenizer.h"
 #include "data/wordpiece_tokenizer.h"
 
 namespace fs = std::filesystem;
 
 namespace zoo::data {
 
+namespace {
+// WordPiece from a vocab.txt, or from a directory as Hugging Face's BertTokenizer reads it.
+std::unique_ptr<Tokenizer> load_wordpiece(const std::string& where, const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(where, ec) && fs::exists(path)) return WordPieceTokenizer::load(where);
+  return std::make_unique<WordPieceTokenizer>(WordPiece::load(path));
+}
+}  // namespace
+
 ClassificationTextEncoder::ClassificationTextEncoder(const std::string& where, const TextClassificationDataOptions& data)
-    : wordpiece_(data.tokenizer == "wordpiece"), max_length_(data.max_length), head_tail_(data.truncation == "head_tail") {
+    : max_length_(data.max_length), head_tail_(data.truncation == "head_tail") {
   std::error_code ec;
   path_ = fs::is_directory(where, ec) ? (fs::path(where) / kVocabFile).string() : where;
-  const std::string& path = path_;
-  auto tokens = WordPiece::read_tokens(path);
+  tokenizer_ = data.tokenizer == "wordpiece" ? load_wordpiece(where, path_) : BasicEnglishTokenizer::load(path_);
   for (auto [token, id] : {std::pair{"[CLS]", &cls_}, {"[SEP]", &sep_}, {"[PAD]", &pad_}}) {
-    auto it = std::find(tokens.begin(), tokens.end(), token);
-    if (it == tokens.end()) throw Error(cat(path, ": the vocabulary has no ", token, " token"));
-    *id = it - tokens.begin();
+    *id = tokenizer_->token_id(token);
+    if (*id < 0) throw Error(cat(path_, ": the vocabulary has no ", token, " token"));
   }
-  try {
-    vocab_ = std::make_unique<WordPiece>(std::move(tokens));
-  } catch (const Error& e) {
-    throw Error(cat(path, ": ", e.what()));
-  }
+  check_tokenizer_fingerprint(*tokenizer_, data.tokenizer_fingerprint, path_);
 }
 
 std::vector<int64_t> ClassificationTextEncoder::encode(const std::string& text) const {
   std::vector<int64_t> ids{cls_};
-  if (wordpiece_) {
-    for (int64_t id : vocab_->encode(text)) ids.push_back(id);
-  } else {
-    for (const auto& t : basic_english(text)) ids.push_back(vocab_->id(t));  // [UNK] when unknown
-  }
+  for (int64_t id : tokenizer_->encode(text)) ids.push_back(id);
   const auto room = static_cast<size_t>(max_length_ - 2), words = ids.size() - 1;
   if (words > room && head_tail_) {
     const size_t head = room / 4;  // ids[1 .. 1 + head) and the last room - head
@@ -64,16 +62,12 @@ std::pair<torch::Tensor, torch::Tensor> ClassificationTextEncoder::pad(
 DataFacts ClassificationTextEncoder::facts(const std::vector<std::string>& labels) const {
   DataFacts f;
   f.origin = path_;
-  f.vocab_size = vocab_->size();
+  f.vocab_size = tokenizer_->vocab_size();
   f.pad_id = pad_;
   f.labels = labels;
   return f;
 }
 
-void ClassificationTextEncoder::save(const std::string& dir) const {
-  vocab_->save((fs::path(dir) / kVocabFile).string());
-  if (wordpiece_)
-    write_file_checked((fs::path(dir) / "tokenizer.json").string(), WordPieceTokenizer(*vocab_).tokenizer_json().dump() + "\n");
-}
+void ClassificationTextEncoder::save(const std::string& dir) const { tokenizer_->save(dir); }
 
 }  // namespace zoo::data

@@ -1,9 +1,10 @@
 #pragma once
 // Text classification's data side: the "data" section (where the labelled texts are, how they
 // are cut), and how a text becomes the ids a BERT sequence classifier reads: "[CLS] tokens
-// [SEP]", cut to data.max_length, the tokens document 000's basic_english words looked up in a
-// vocab.txt (what bert_pretraining trains with) or BERT's WordPiece over it (a Hugging Face
-// BERT). Training and inference (predict/text_classifier.h) encode through the same class.
+// [SEP]", cut to data.max_length, the tokens from one of data/tokenizer.h's tokenizers over a
+// vocab.txt: document 000's basic_english words (word, what bert_pretraining trains with) or
+// BERT's WordPiece (a Hugging Face BERT). Training and inference (predict/text_classifier.h)
+// encode through the same class.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,7 +14,7 @@
 
 #include "core/data_facts.h"
 #include "core/options.h"
-#include "data/wordpiece.h"
+#include "data/tokenizer.h"
 
 namespace zoo::data {
 
@@ -25,6 +26,7 @@ struct TextClassificationDataOptions {
   std::string text_column = "review", label_column = "sentiment";
   std::string tokenizer = "basic_english";
   std::string vocab;  // vocab.txt, or a directory holding one; "" = the init_from checkpoint's
+  std::string tokenizer_fingerprint;  // filled in by training
   int64_t max_length = 256;
   std::string truncation = "head";
   int64_t valid_size = 1000;
@@ -49,6 +51,8 @@ struct TextClassificationDataOptions {
       "basic_english (document 000's words, what bert_pretraining uses) | wordpiece (BERT's, for a Hugging Face vocab.txt)",
       one_of({"basic_english", "wordpiece"}));
     v("vocab", vocab, "vocab.txt or a directory with one; \"\" = the train.init_from checkpoint's");
+    v("tokenizer_fingerprint", tokenizer_fingerprint,
+      "filled in by training: the tokenizer's fingerprint; a checkpoint refuses another vocabulary");
     v("max_length", max_length, "tokens per text, [CLS] and [SEP] included (longer texts are cut)", at_least(3));
     v("truncation", truncation,
       "how a longer text is cut: head keeps its beginning; head_tail keeps the first quarter of the room and the "
@@ -71,27 +75,29 @@ class ClassificationTextEncoder {
  public:
   /// The vocabulary file a checkpoint or pretrained directory holds.
   static constexpr const char* kVocabFile = "vocab.txt";
-  /// The vocab.txt at `where` (the file, or a directory holding one), which must have [CLS],
-  /// [SEP] and [PAD]; errors name the file.
+  /// The vocab.txt at `where` (the file, or a directory holding one; a directory's
+  /// tokenizer_config.json says whether WordPiece lower-cases), which must have [CLS], [SEP],
+  /// [PAD] and [UNK], and whose fingerprint must be data.tokenizer_fingerprint when that is
+  /// set; errors name the file.
   ClassificationTextEncoder(const std::string& where, const TextClassificationDataOptions& data);
 
   /// [CLS] tokens [SEP], cut to data.max_length as data.truncation says.
   std::vector<int64_t> encode(const std::string& text) const;
   /// Rows of ids -> input_ids (right-padded with [PAD]) and attention_mask, int64 (rows, longest).
   std::pair<torch::Tensor, torch::Tensor> pad(const std::vector<const std::vector<int64_t>*>& rows) const;
-  int64_t vocab_size() const { return vocab_->size(); }
+  int64_t vocab_size() const { return tokenizer_->vocab_size(); }
   int64_t pad_id() const { return pad_; }
+  std::string fingerprint() const { return tokenizer_->fingerprint(); }
   /// What the vocabulary tells the model: its size and [PAD] id, and `labels`; messages name
   /// the vocab.txt.
   DataFacts facts(const std::vector<std::string>& labels) const;
-  /// vocab.txt into `dir`, and Hugging Face's tokenizer.json where it encodes alike (WordPiece;
-  /// basic_english words have no tokenizer.json form).
+  /// The tokenizer's files into `dir`: vocab.txt, tokenizer_config.json, and Hugging Face's
+  /// tokenizer.json where it encodes alike (WordPiece; basic_english words have no such form).
   void save(const std::string& dir) const;
 
  private:
   std::string path_;
-  std::unique_ptr<WordPiece> vocab_;
-  bool wordpiece_ = false;
+  std::unique_ptr<Tokenizer> tokenizer_;
   int64_t max_length_ = 0;
   bool head_tail_ = false;
   int64_t cls_ = 0, sep_ = 0, pad_ = 0;

@@ -12,6 +12,7 @@
 #include "data/char_tokenizer.h"
 #include "data/gpt2_bpe.h"
 #include "data/sentencepiece_tokenizer.h"
+#include "data/basic_english_tokenizer.h"
 #include "data/wordpiece_tokenizer.h"
 #include "data/wordpiece_trainer.h"
 
@@ -90,6 +91,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   if (kind == "gpt2") return Gpt2Bpe::load(dir);
   if (kind == "sentencepiece") return SentencePieceTokenizer::load((fs::path(dir) / "tokenizer.model").string());
   if (kind == "wordpiece") return WordPieceTokenizer::load(dir);
+  if (kind == "basic_english") return BasicEnglishTokenizer::load(dir);
   if (kind == "tokenizer.json") {  // read once; its model's type says which tokenizer it is
     const std::string path = (fs::path(dir) / "tokenizer.json").string();
     const nlohmann::json j = read_tokenizer_json(path);
@@ -100,7 +102,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir) {
   if (kind.empty())
     throw Error(cat(dir, ": no tokenizer here (char_vocab.json, vocab.json + merges.txt, tokenizer.model or vocab.txt); "
                     "make one with zoo tokenizer train"));
-  throw Error(cat(dir, "/tokenizer_config.json: unknown tokenizer kind '", kind, "' (char, gpt2, sentencepiece, wordpiece)"));
+  throw Error(cat(dir, "/tokenizer_config.json: unknown tokenizer kind '", kind, "' (char, gpt2, sentencepiece, wordpiece, basic_english)"));
 }
 
 std::unique_ptr<Tokenizer> train_tokenizer(const std::vector<std::string>& files, const TokenizerTrainOptions& o) {

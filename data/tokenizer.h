@@ -1,5 +1,6 @@
 #pragma once
-// Tokenizers for the language models: text <-> ids, saved beside every checkpoint.
+// Tokenizers: text <-> ids, saved beside every checkpoint of the language models, BERT
+// pretraining and text classification.
 //
 //   char           nanoGPT's character level: the sorted code points of the training text
 //   gpt2           GPT-2's byte-level BPE from the standard vocab.json + merges.txt
@@ -7,6 +8,8 @@
 //   sentencepiece  a SentencePiece model (bpe, unigram, word or char), tokenizer.model
 //   wordpiece      BERT's WordPiece over vocab.txt (data/wordpiece_tokenizer.h); a Hugging Face
 //                  BERT directory loads as it is
+//   basic_english  document 000's basic_english words over vocab.txt
+//                  (data/basic_english_tokenizer.h): BERT pretraining's and text classification's
 //
 // A directory holds one tokenizer; tokenizer_config.json names its kind ("zoo_kind", with
 // "tokenizer_class" as Hugging Face expects it). fingerprint() identifies the vocabulary, so a
@@ -26,7 +29,7 @@ namespace zoo::data {
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
-  /// "char", "gpt2", "sentencepiece" or "wordpiece".
+  /// "char", "gpt2", "sentencepiece", "wordpiece" or "basic_english".
   virtual std::string kind() const = 0;
   /// UTF-8 text -> ids. Invalid UTF-8 is a zoo::Error naming the byte offset; so is a
   /// character the vocabulary cannot express (char).
@@ -37,6 +40,8 @@ class Tokenizer {
   virtual int64_t vocab_size() const = 0;
   /// The end-of-text id, -1 if none.
   virtual int64_t eos_id() const { return -1; }
+  /// The id of one whole token of the vocabulary ("[CLS]"), -1 when it holds no such token.
+  virtual int64_t token_id(std::string_view /*token*/) const { return -1; }
   /// Writes its files (and tokenizer_config.json) into the existing directory `dir`.
   virtual void save(const std::string& dir) const = 0;
   /// A digest of the kind and the whole vocabulary: equal exactly when two tokenizers encode

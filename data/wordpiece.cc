@@ -160,6 +160,11 @@ std::vector<int64_t> WordPiece::encode(const std::string& text) const {
   return ids;
 }
 
+int64_t WordPiece::find(const std::string& token) const {
+  auto it = ids_.find(token);
+  return it == ids_.end() ? -1 : it->second;
+}
+
 int64_t WordPiece::id(const std::string& token) const {
   auto it = ids_.find(token);
   return it == ids_.end() ? unk_ : it->second;

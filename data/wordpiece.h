@@ -32,6 +32,8 @@ class WordPiece {
   std::vector<int64_t> encode(const std::string& text) const;
   /// The id of a token, or that of [UNK].
   int64_t id(const std::string& token) const;
+  /// The id of a token, or -1 when the vocabulary does not hold it.
+  int64_t find(const std::string& token) const;
   const std::string& token(int64_t id) const { return tokens_.at(static_cast<size_t>(id)); }
   int64_t size() const { return static_cast<int64_t>(tokens_.size()); }
   const std::vector<std::string>& tokens() const { return tokens_; }

@@ -35,6 +35,7 @@ class WordPieceTokenizer : public Tokenizer {
   /// convert_tokens_to_string).
   std::string decode(const std::vector<int64_t>& ids) const override;
   int64_t vocab_size() const override { return wordpiece_.size(); }
+  int64_t token_id(std::string_view token) const override { return wordpiece_.find(std::string(token)); }
   void save(const std::string& dir) const override;
   std::string fingerprint() const override;
   const WordPiece& wordpiece() const { return wordpiece_; }

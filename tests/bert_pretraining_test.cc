@@ -117,11 +117,33 @@ TEST(BertPretraining, TrainsEvaluatesAndExportsFromTheCommandLine) {
                                          (dir / "out.safetensors"));
   EXPECT_EQ(r.exit_code, 0) << r.output;
 
-  // A vocabulary from elsewhere is refused.
+  // The checkpoint's vocabulary is a tokenizer (document 000's words) zoo tokenizer reads.
+  r = test::run_zoo("tokenizer encode --tokenizer " + checkpoint + " \"The FILM, unheard\"");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream ids(test::lines_of(r.output).back());
+  std::vector<int64_t> id;
+  for (int64_t i; ids >> i;) id.push_back(i);
+  ASSERT_EQ(id.size(), 4u) << r.output;  // the, film, ",", unheard
+  EXPECT_GE(id[0], 5) << "the: a word of the reviews, after the five specials";
+  EXPECT_GE(id[1], 5);
+  EXPECT_EQ(id[3], 4) << "an unknown word is [UNK]";
+
+  // A vocabulary from elsewhere is refused: by the asset's fingerprint in trainer_state.json,
+  // and without that file by the tokenizer's fingerprint in the config.
+  const std::string vocab_txt = test::read_file(checkpoint + "/vocab.txt");
   std::ofstream(checkpoint + "/vocab.txt", std::ios::app) << "extra\n";
   r = test::run_zoo("eval --checkpoint " + checkpoint + " --device cpu");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("does not belong to this checkpoint"), std::string::npos) << r.output;
+  auto lines = test::lines_of(vocab_txt);
+  std::swap(lines[5], lines[6]);
+  std::string shuffled;
+  for (const auto& l : lines) shuffled += l + "\n";
+  test::write_file(checkpoint + "/vocab.txt", shuffled);
+  fs::remove(checkpoint + "/trainer_state.json");
+  r = test::run_zoo("eval --checkpoint " + checkpoint + " --device cpu");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find(checkpoint + "/vocab.txt: this tokenizer (basic_english, "), std::string::npos) << r.output;
 }
 
 TEST(BertPretraining, StrictModeStopsAtTheFirstBadReview) {

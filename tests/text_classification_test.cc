@@ -209,7 +209,7 @@ TEST(TextClassification, BadInputIsNamed) {
   auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "a") + " --set data.vocab=");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("text classification needs a vocabulary"), std::string::npos) << r.output;
-  test::write_file(dir / "novocab.txt", "[CLS]\n[SEP]\nthe\n");
+  test::write_file(dir / "novocab.txt", "[CLS]\n[SEP]\n[UNK]\nthe\n");
   r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "b") + " --set data.vocab=" + (dir / "novocab.txt"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("novocab.txt: the vocabulary has no [PAD] token"), std::string::npos) << r.output;
@@ -282,6 +282,14 @@ TEST(TextClassification, EmptyLabelFolderNoValidationAndShuffledVocabularyAreRef
         << command << ": " << r.output;
   }
   EXPECT_FALSE(fs::exists(dir / "x/model.safetensors"));
+  // Without trainer_state.json (a checkpoint shared as its model, config and vocabulary), the
+  // tokenizer's own fingerprint in the config still refuses the shuffled vocabulary.
+  fs::remove(ckpt + "/trainer_state.json");
+  for (const std::string& command : {"eval --checkpoint " + ckpt, "classify --checkpoint " + ckpt}) {
+    r = test::run(std::string(ZOO_BINARY) + " " + command + " < /dev/null");
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.output;
+    EXPECT_NE(r.output.find(ckpt + "/vocab.txt: this tokenizer (basic_english, "), std::string::npos) << command << ": " << r.output;
+  }
 
   for (const auto& e : fs::directory_iterator(root + "/train/neg")) fs::remove(e.path());
   r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "oneclass"));

@@ -17,6 +17,7 @@
 #include "data/sentencepiece_tokenizer.h"
 #include "data/tokenizer.h"
 #include "data/text.h"
+#include "data/basic_english_tokenizer.h"
 #include "test_util.h"
 
 namespace zoo::data {
@@ -140,6 +141,47 @@ TEST(CharTokenizer, LearningNamesTheFileOfBadText) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+  }
+}
+
+// Document 000's basic_english words over a vocab.txt (BERT pretraining's and text
+// classification's vocabulary) are one of the tokenizers: saved as the others are, loaded by
+// kind, and checked by fingerprint, so a vocabulary with two words trading ids is refused.
+TEST(BasicEnglishTokenizer, EncodesBasicEnglishWordsAndIsRefusedWhenShuffled) {
+  test::TempDir dir;
+  const std::vector<std::string> tokens = {"[CLS]", "[PAD]", "[MASK]", "[SEP]", "[UNK]", "don", "'", "t", "stop", "."};
+  for (const char* d : {"ok", "shuffled"}) std::filesystem::create_directories(dir / d);
+  BasicEnglishTokenizer(tokens).save(dir / "ok");
+  EXPECT_TRUE(has_tokenizer(dir / "ok"));
+  auto tok = load_tokenizer(dir / "ok");
+  EXPECT_EQ(tok->kind(), "basic_english");
+  EXPECT_EQ(tok->vocab_size(), 10);
+  EXPECT_EQ(tok->encode("Don't STOP, please."), (std::vector<int64_t>{5, 6, 7, 8, 4, 4, 9}));  // , please: [UNK]
+  EXPECT_EQ(tok->decode({5, 6, 7, 8, 9}), "don ' t stop .");
+  EXPECT_EQ(tok->token_id("[PAD]"), 1);
+  EXPECT_EQ(tok->token_id("please"), -1);
+  EXPECT_THROW(tok->decode({10}), Error);
+  EXPECT_THROW(tok->encode("bad \xff byte"), Error);
+
+  std::vector<std::string> shuffled = tokens;
+  std::swap(shuffled[5], shuffled[8]);
+  BasicEnglishTokenizer(shuffled).save(dir / "shuffled");
+  auto other = load_tokenizer(dir / "shuffled");
+  EXPECT_EQ(other->vocab_size(), tok->vocab_size());
+  EXPECT_NE(other->fingerprint(), tok->fingerprint());
+  check_tokenizer_fingerprint(*tok, tok->fingerprint(), "ok");  // its own passes
+  try {
+    check_tokenizer_fingerprint(*other, tok->fingerprint(), dir / "shuffled/vocab.txt");
+    FAIL() << "a shuffled vocabulary was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shuffled/vocab.txt: this tokenizer (basic_english, 10 ids"), std::string::npos) << e.what();
+  }
+  test::write_file(dir / "nounk.txt", "[CLS]\nstop\n");
+  try {
+    BasicEnglishTokenizer::load(dir / "nounk.txt");
+    FAIL() << "a vocabulary without [UNK] was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nounk.txt: WordPiece vocabulary: no [UNK] token"), std::string::npos) << e.what();
   }
 }
 

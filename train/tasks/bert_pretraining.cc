@@ -7,7 +7,6 @@
 
 #include "core/paths.h"
 #include "data/reviews.h"
-#include "data/wordpiece.h"
 #include "models/registry.h"
 
 namespace fs = std::filesystem;
@@ -19,12 +18,13 @@ namespace F = torch::nn::functional;
 constexpr const char* kVocabFile = "vocab.txt";
 constexpr int64_t kIgnore = -100;
 
-
-std::vector<std::string> read_vocab(const std::string& path) {
+std::unique_ptr<data::BasicEnglishTokenizer> read_vocab(const std::string& path, const std::string& fingerprint) {
   if (!fs::exists(path))
     throw Error(cat(path, ": missing; a BERT pretraining checkpoint needs the vocabulary it was trained with "
                           "(zoo train writes vocab.txt into every checkpoint)"));
-  return data::WordPiece::read_tokens(path);
+  auto tokenizer = data::BasicEnglishTokenizer::load(path);
+  data::check_tokenizer_fingerprint(*tokenizer, fingerprint, path);
+  return tokenizer;
 }
 }  // namespace
 
@@ -34,20 +34,19 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
   context_ = context;
   data_ = read_options<BertPretrainingDataOptions>(config.value("data", json::object()), "data");
   json& model = config_["model"];
-  int64_t vocab_size = 0;
   if (checkpoint_dir.empty()) {
     build_examples();
-    vocab_size = examples_.vocab.size();
+    tokenizer_ = std::make_unique<data::BasicEnglishTokenizer>(examples_.vocab.tokens());
     config_["data"]["sentence_length"] = data_.sentence_length = examples_.sentence_length;
   } else {
-    vocab_ = read_vocab((fs::path(checkpoint_dir) / kVocabFile).string());
-    vocab_size = static_cast<int64_t>(vocab_.size());
+    tokenizer_ = read_vocab((fs::path(checkpoint_dir) / kVocabFile).string(), data_.tokenizer_fingerprint);
   }
+  config_["data"]["tokenizer_fingerprint"] = data_.tokenizer_fingerprint = tokenizer_->fingerprint();
   DataFacts facts;
   facts.origin = checkpoint_dir.empty() ? std::string("the reviews' vocabulary")
                                         : (fs::path(checkpoint_dir) / kVocabFile).string();
   if (!checkpoint_dir.empty()) facts.mismatch_hint = "this vocabulary does not belong to this checkpoint";
-  facts.vocab_size = vocab_size;
+  facts.vocab_size = tokenizer_->vocab_size();
   model = models::complete_model_section(model, facts);
   const json resolved = models::resolve_model_config(model);
   positions_ = resolved.value("max_position_embeddings", int64_t{512});
@@ -205,9 +204,9 @@ std::vector<std::vector<int64_t>> BertPretrainingTask::eval_plan(const std::stri
   if (split != "valid") throw Error(cat("BERT pretraining evaluates the held-out examples: --split valid, not ", split));
   if (examples_.size() == 0) {  // from a checkpoint: the same examples again (same reviews, seed, options)
     build_examples();
-    if (examples_.vocab.tokens() != vocab_)
+    if (examples_.vocab.tokens() != tokenizer_->tokens())
       throw Error(cat("the vocabulary built from ", data_.path, " (", examples_.vocab.size(),
-                      " tokens) is not the checkpoint's vocab.txt (", vocab_.size(),
+                      " tokens) is not the checkpoint's vocab.txt (", tokenizer_->vocab_size(),
                       " tokens): the reviews or data options differ from training, or vocab.txt does not belong to "
                       "this checkpoint"));
   }
@@ -252,7 +251,7 @@ Metrics BertPretrainingTask::metrics_from_sums(const Metrics& sums) const {
 }
 
 void BertPretrainingTask::save_assets(const std::string& dir) const {
-  data::WordPiece(vocab_.empty() ? examples_.vocab.tokens() : vocab_).save((fs::path(dir) / kVocabFile).string());
+  tokenizer_->save(dir);
 }
 
 }  // namespace zoo

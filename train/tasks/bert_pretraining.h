@@ -3,13 +3,15 @@
 // prediction on examples built with IMDBBertDataset's semantics (data/bert_examples.h) from
 // IMDB reviews (the archive's folders or the Kaggle CSV, data/reviews.h). The loss is the
 // MLM cross-entropy over the selected tokens plus the NSP cross-entropy; both parts and both
-// accuracies are logged apart. The vocabulary is saved as vocab.txt in every checkpoint, the
-// sentence length in the config.
+// accuracies are logged apart. The vocabulary is saved in every checkpoint as a word tokenizer
+// (data/basic_english_tokenizer.h: vocab.txt + tokenizer_config.json), the sentence length and the
+// tokenizer's fingerprint in the config.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "data/bert_examples.h"
+#include "data/basic_english_tokenizer.h"
 #include "models/bert.h"
 #include "train/task.h"
 
@@ -33,6 +35,7 @@ struct BertPretrainingDataOptions {
   bool strict = false;
   bool replace_invalid_utf8 = false;
   int64_t sentence_length = 0;  // filled in by training
+  std::string tokenizer_fingerprint;  // filled in by training
 
   template <class V>
   void fields(V& v) {
@@ -74,6 +77,8 @@ struct BertPretrainingDataOptions {
     v("replace_invalid_utf8", replace_invalid_utf8, "replace invalid UTF-8 bytes with U+FFFD instead");
     v("sentence_length", sentence_length, "filled in by training: the sentence length the model was trained with",
       at_least(0));
+    v("tokenizer_fingerprint", tokenizer_fingerprint,
+      "filled in by training: the vocabulary's fingerprint; a checkpoint refuses another vocab.txt");
   }
 };
 
@@ -97,7 +102,8 @@ class BertPretrainingTask : public Task {
   /// and nsp_accuracy.
   Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_eval_split() const override { return "valid"; }
-  /// vocab.txt (one token per line, the line number is its id).
+  /// The word tokenizer: vocab.txt (one token per line, the line number is its id) and
+  /// tokenizer_config.json.
   void save_assets(const std::string& dir) const override;
 
   const data::BertExamples& examples() const { return examples_; }
@@ -109,7 +115,7 @@ class BertPretrainingTask : public Task {
   void remask(Batch& batch) const;
   BertPretrainingDataOptions data_;
   data::BertExamples examples_;
-  std::vector<std::string> vocab_;  // from a checkpoint's vocab.txt
+  std::unique_ptr<data::BasicEnglishTokenizer> tokenizer_;  // the reviews' vocabulary, or a checkpoint's
   int64_t train_items_ = 0;
   int64_t positions_ = 0;  // model.max_position_embeddings
   models::BertForPreTraining model_{nullptr};

@@ -31,6 +31,7 @@ TextClassificationTask::TextClassificationTask(const json& config, const TaskCon
     throw Error("config: text classification needs a vocabulary: set data.vocab (a vocab.txt) or train.init_from "
                 "(a pretrained checkpoint, whose vocab.txt is used)");
   encoder_.emplace(checkpoint_dir.empty() && where == data_.vocab ? existing_data_path(where, "data.vocab") : where, data_);
+  config_["data"]["tokenizer_fingerprint"] = data_.tokenizer_fingerprint = encoder_->fingerprint();
   DataFacts facts = encoder_->facts(data_.labels);
   if (!checkpoint_dir.empty()) facts.mismatch_hint = "this vocabulary does not belong to this checkpoint";
   json& model = config_["model"];
