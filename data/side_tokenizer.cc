@@ -27,10 +27,21 @@ std::string english_inner(const std::string& raw) {
 }
 }  // namespace
 
-SideTokenizer::SideTokenizer(std::string kind, bool source) : kind_(std::move(kind)), source_(source) {
-  if ((kind_ != "char" || !source) && kind_ != "word" && kind_ != "sentencepiece")
+SideTokenizer::SideTokenizer(std::string cutting, bool source) : cutting_(std::move(cutting)), source_(source) {
+  if ((cutting_ != "char" || !source) && cutting_ != "word" && cutting_ != "sentencepiece")
     throw Error(cat("config: data.", source ? "source" : "target", "_tokenizer must be ", source ? "char, " : "", "word or sentencepiece, got '",
-                    kind_, "'"));
+                    cutting_, "'"));
+}
+
+std::vector<int64_t> SideTokenizer::encode(std::string_view raw) const {
+  const size_t bad = find_invalid_utf8(raw);
+  if (bad != std::string::npos) throw Error(cat("text: invalid UTF-8 at byte ", bad));
+  return vocab_.encode(tokens(std::string(raw)));
+}
+
+int64_t SideTokenizer::token_id(std::string_view token) const {
+  const std::string t(token);
+  return vocab_.contains(t) ? vocab_.index(t) : -1;
 }
 
 std::string SideTokenizer::normalize(const std::string& raw) const {
@@ -38,9 +49,9 @@ std::string SideTokenizer::normalize(const std::string& raw) const {
 }
 
 std::string SideTokenizer::tokens(const std::string& raw) const {
-  if (kind_ == "char") return data::preprocess_chinese(raw);
-  if (kind_ == "word" && !source_) return data::preprocess_eng(raw);
-  if (kind_ == "word") {
+  if (cutting_ == "char") return data::preprocess_chinese(raw);
+  if (cutting_ == "word" && !source_) return data::preprocess_eng(raw);
+  if (cutting_ == "word") {
     std::string out = kStart;
     for (const auto& w : data::python_split(raw)) out += " " + w;
     return out + " " + kEnd;
@@ -51,13 +62,14 @@ std::string SideTokenizer::tokens(const std::string& raw) const {
   return out + (out.empty() ? "" : " ") + kEnd;
 }
 
-std::string SideTokenizer::detokenize(const std::vector<std::string>& tokens) const {
+std::string SideTokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::vector<int64_t> words;
+  const int64_t start = token_id(kStart), end = token_id(kEnd);
+  for (int64_t id : ids)
+    if (id != end && id != start && id != 0) words.push_back(id);
+  if (!subwords()) return vocab_.decode(words);
   std::string out;
-  if (!subwords()) {
-    for (const auto& t : tokens) out += (out.empty() ? "" : " ") + t;
-    return out;
-  }
-  for (const auto& t : tokens) out += t;
+  for (int64_t id : words) out += id > 0 && id < vocab_.size() ? vocab_.word(id) : vocab_.oov_token();
   for (size_t at = out.find(kWordBoundary); at != std::string::npos; at = out.find(kWordBoundary, at + 1))
     out.replace(at, 3, " ");
   return data::python_strip(out);
@@ -81,22 +93,32 @@ void SideTokenizer::train(const std::vector<std::string>& texts, const std::stri
   fs::remove(file);
 }
 
-void SideTokenizer::save(const std::string& dir, const std::string& file) const {
-  if (!spm_) return;
-  const fs::path path = fs::path(dir) / file;
-  write_file_checked(path.string(), spm_->proto());
+void SideTokenizer::save(const std::string& dir) const {
+  if (spm_) write_file_checked((fs::path(dir) / model_file()).string(), spm_->proto());
+  vocab_.save((fs::path(dir) / vocab_file()).string());
 }
 
-void SideTokenizer::load(const std::string& dir, const std::string& file) {
-  if (!subwords()) return;
-  const std::string path = (fs::path(dir) / file).string();
+void SideTokenizer::load(const std::string& dir) {
   std::error_code ec;
+  if (subwords()) {
+    const std::string path = (fs::path(dir) / model_file()).string();
+    if (!fs::exists(path, ec))
+      throw Error(cat(path, ": missing; this checkpoint was trained with a SentencePiece ", source_ ? "source" : "target",
+                      " tokenizer (zoo train writes it into every checkpoint)"));
+    spm_ = data::SentencePieceTokenizer::load(path);
+  }
+  const std::string path = (fs::path(dir) / vocab_file()).string();
   if (!fs::exists(path, ec))
-    throw Error(cat(path, ": missing; this checkpoint was trained with a SentencePiece ", source_ ? "source" : "target",
-                    " tokenizer (zoo train writes it into every checkpoint)"));
-  spm_ = data::SentencePieceTokenizer::load(path);
+    throw Error(cat(path, ": missing; a translation checkpoint needs the vocabularies it was trained with (zoo train "
+                          "writes ", kSourceVocabFile, " and ", kTargetVocabFile, " into every checkpoint)"));
+  vocab_ = Vocab::load(path);
 }
 
-std::string SideTokenizer::fingerprint() const { return spm_ ? spm_->fingerprint() : ""; }
+std::string SideTokenizer::fingerprint() const {
+  std::string all = cat(kind(), source_ ? " source\n" : " target\n", model_fingerprint(), "\n", vocab_.num_words(), " ",
+                        vocab_.oov_token(), "\n");
+  for (int64_t id = 1; id < vocab_.size(); ++id) all += vocab_.word(id) + "\n";
+  return fnv1a_hex(all);
+}
 
 }  // namespace zoo::data

@@ -1,5 +1,7 @@
 #pragma once
-// How one side of the translation pairs becomes the tokens its vocabulary indexes:
+// One side of the translation pairs as one of the tokenizers of data/tokenizer.h: how a
+// sentence becomes the tokens its Keras-style vocabulary (data/vocab.h: padding 0, an OOV
+// token) indexes, and those ids.
 //
 //   char           document 000's Chinese: preprocess_chinese, a token per character,
 //                  framed "<start> ... <end>"
@@ -12,48 +14,66 @@
 //                  tokenizer ends them with </s>; targets are framed. A joint model serves
 //                  both sides.
 //
-// The pieces are then ids through Keras-style vocabularies (data/vocab.h, padding 0, an OOV
-// token; data/translation_text.h holds both sides), as the characters and words are. A
-// SentencePiece model is saved beside the vocabularies as source.spm / target.spm, the names
-// Marian's tokenizer reads.
+// A side is saved as SIDE_vocab.json (+ SIDE.spm, the name Marian's tokenizer reads), SIDE
+// being source or target: both sides live in one checkpoint directory. Its fingerprint covers
+// the cutting, the SentencePiece model and the vocabulary.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "data/sentencepiece_tokenizer.h"
+#include "data/tokenizer.h"
+#include "data/vocab.h"
 
 namespace zoo::data {
 
-class SideTokenizer {
+class SideTokenizer : public Tokenizer {
  public:
-  /// kind: "char", "word" or "sentencepiece"; `source`: the source side (else the target).
-  SideTokenizer(std::string kind, bool source);
+  static constexpr const char* kSourceVocabFile = "source_vocab.json";
+  static constexpr const char* kTargetVocabFile = "target_vocab.json";
 
-  const std::string& kind() const { return kind_; }
-  bool subwords() const { return kind_ == "sentencepiece"; }
+  /// cutting: "char", "word" or "sentencepiece"; `source`: the source side (else the target).
+  SideTokenizer(std::string cutting, bool source);
+
+  /// "keras_char", "keras_word" or "keras_sentencepiece".
+  std::string kind() const override { return "keras_" + cutting_; }
+  /// A raw sentence -> its framed ids (unknown tokens: the OOV id, or dropped without one).
+  std::vector<int64_t> encode(std::string_view raw) const override;
+  /// Ids -> the text BLEU compares with the preprocessed reference: padding, <start> and <end>
+  /// dropped; words joined by spaces, pieces concatenated ("▁" becoming a space).
+  std::string decode(const std::vector<int64_t>& ids) const override;
+  int64_t vocab_size() const override { return vocab_.size(); }
+  int64_t token_id(std::string_view token) const override;
+  /// SIDE_vocab.json and, with SentencePiece, SIDE.spm.
+  void save(const std::string& dir) const override;
+  std::string fingerprint() const override;
+  /// What an older zoo recorded as this side's fingerprint: the SentencePiece model's ("" for
+  /// char and word), accepted on load.
+  std::string model_fingerprint() const { return spm_ ? spm_->fingerprint() : ""; }
+
+  bool source() const { return source_; }
+  bool subwords() const { return cutting_ == "sentencepiece"; }
+  const char* vocab_file() const { return source_ ? kSourceVocabFile : kTargetVocabFile; }
+  const char* model_file() const { return source_ ? "source.spm" : "target.spm"; }
   /// The text a SentencePiece model of this side learns from (and encodes).
   std::string normalize(const std::string& raw) const;
   /// A raw sentence as space-separated tokens, framed as this side frames them.
   std::string tokens(const std::string& raw) const;
-  /// Target tokens (no <start>/<end>) -> the text BLEU compares with the preprocessed
-  /// reference: words joined by spaces; pieces concatenated, "▁" becoming a space.
-  std::string detokenize(const std::vector<std::string>& tokens) const;
-
   /// Learns this side's SentencePiece model from `texts` (normalized sentences).
   void train(const std::vector<std::string>& texts, const std::string& model_type, int64_t vocab_size);
   /// Shares another side's model (a joint vocabulary).
   void share(const SideTokenizer& other) { spm_ = other.spm_; }
-  /// Writes / reads the model as `file` in `dir` (no-op for char and word); load errors name
-  /// the file.
-  void save(const std::string& dir, const std::string& file) const;
-  void load(const std::string& dir, const std::string& file);
-  /// The model's fingerprint ("" for char and word).
-  std::string fingerprint() const;
+  const Vocab& vocab() const { return vocab_; }
+  void set_vocab(Vocab vocab) { vocab_ = std::move(vocab); }
+  /// Reads SIDE.spm (SentencePiece) and SIDE_vocab.json from checkpoint directory `dir`; errors
+  /// name the file.
+  void load(const std::string& dir);
 
  private:
-  std::string kind_;
+  std::string cutting_;
   bool source_;
   std::shared_ptr<data::SentencePieceTokenizer> spm_;
+  Vocab vocab_;
 };
 
 }  // namespace zoo::data

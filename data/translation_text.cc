@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 #include "core/output_file.h"
 #include "data/text.h"
@@ -69,83 +70,68 @@ void TranslationText::fit_vocabularies(const std::vector<SentencePair>& train) {
   if (data_.joint_vocabulary) {
     std::vector<std::string> both = sources;
     both.insert(both.end(), targets.begin(), targets.end());
-    source_vocab_ = target_vocab_ = Vocab::fit(both, data_.target_num_words, data_.oov_token);
+    Vocab joint = Vocab::fit(both, data_.target_num_words, data_.oov_token);
+    source_.set_vocab(joint);
+    target_.set_vocab(std::move(joint));
     return;
   }
-  source_vocab_ = Vocab::fit(sources, data_.source_num_words, data_.oov_token);
-  target_vocab_ = Vocab::fit(targets, data_.target_num_words, data_.oov_token);
+  source_.set_vocab(Vocab::fit(sources, data_.source_num_words, data_.oov_token));
+  target_.set_vocab(Vocab::fit(targets, data_.target_num_words, data_.oov_token));
 }
 
 void TranslationText::load(const std::string& dir, int64_t source_vocab_size, int64_t target_vocab_size) {
-  load_tokenizers(dir);
   const std::string config_path = (fs::path(dir) / "config.json").string();
-  auto load_vocab = [&](const char* file, int64_t expected, const char* key) {
-    const std::string path = (fs::path(dir) / file).string();
-    std::error_code ec;
-    if (!fs::exists(path, ec))
-      throw Error(cat(path, ": missing; a translation checkpoint needs the vocabularies it was trained with (zoo train "
-                            "writes ", kSourceVocabFile, " and ", kTargetVocabFile, " into every checkpoint)"));
-    Vocab v = Vocab::load(path);
-    if (v.size() != expected)
-      throw Error(cat(path, ": the vocabulary has ", v.size(), " entries but model.", key, " in ", config_path, " is ",
-                      expected, "; this vocabulary does not belong to this checkpoint"));
-    return v;
-  };
-  source_vocab_ = load_vocab(kSourceVocabFile, source_vocab_size, "source_vocab_size");
-  target_vocab_ = load_vocab(kTargetVocabFile, target_vocab_size, "target_vocab_size");
-}
-
-void TranslationText::load_tokenizers(const std::string& dir) {
-  const std::pair<SideTokenizer*, const std::string*> sides[] = {
-      {&source_, &data_.source_tokenizer_fingerprint}, {&target_, &data_.target_tokenizer_fingerprint}};
-  for (auto [side, expected] : sides) {
-    const std::string file = side == &source_ ? "source.spm" : "target.spm";
-    side->load(dir, file);
-    // (A Hugging Face directory names no fingerprint: its files are taken as they are.)
-    if (side->subwords() && !expected->empty() && side->fingerprint() != *expected)
-      throw Error(cat((fs::path(dir) / file).string(), ": this SentencePiece model does not belong to this checkpoint ",
-                      "(its fingerprint is ", side->fingerprint(), "; the checkpoint was trained with ", *expected,
-                      "); put back the ", file, " it was saved with"));
+  const std::tuple<SideTokenizer*, int64_t, const char*, const std::string*> sides[] = {
+      {&source_, source_vocab_size, "source_vocab_size", &data_.source_tokenizer_fingerprint},
+      {&target_, target_vocab_size, "target_vocab_size", &data_.target_tokenizer_fingerprint}};
+  for (auto [side, expected, key, fingerprint] : sides) {
+    side->load(dir);
+    const std::string path = (fs::path(dir) / side->vocab_file()).string();
+    if (side->vocab_size() != expected)
+      throw Error(cat(path, ": the vocabulary has ", side->vocab_size(), " entries but model.", key, " in ", config_path,
+                      " is ", expected, "; this vocabulary does not belong to this checkpoint"));
+    // (A Hugging Face directory names no fingerprint: its files are taken as they are. An
+    // older zoo recorded the SentencePiece model's alone.)
+    if (*fingerprint != side->model_fingerprint())
+      check_tokenizer_fingerprint(*side, *fingerprint,
+                                  side->subwords() ? cat((fs::path(dir) / side->model_file()).string(), " with ", path) : path);
   }
 }
 
 void TranslationText::find_special_ids(const std::string& where) {
   // Special ids come from the target vocabulary; they must be ids the model can produce.
+  const Vocab& vocab = target_.vocab();
   for (const char* token : {kStart, kEnd}) {
-    if (!target_vocab_.contains(token)) throw Error(cat(where, ": the target vocabulary has no ", token, " token"));
-    const int64_t id = target_vocab_.index(token);
-    if (id >= target_vocab_.size())
-      throw Error(cat("data.target_num_words (", target_vocab_.num_words(), ") is too small: ", token, " has index ", id,
+    if (!vocab.contains(token)) throw Error(cat(where, ": the target vocabulary has no ", token, " token"));
+    const int64_t id = vocab.index(token);
+    if (id >= vocab.size())
+      throw Error(cat("data.target_num_words (", vocab.num_words(), ") is too small: ", token, " has index ", id,
                       "; raise it or set it to 0"));
   }
-  bos_id_ = target_vocab_.index(kStart);
-  eos_id_ = target_vocab_.index(kEnd);
+  bos_id_ = vocab.index(kStart);
+  eos_id_ = vocab.index(kEnd);
 }
 
 DataFacts TranslationText::facts() const {
   DataFacts f;
-  f.source_vocab_size = source_vocab_.size();
-  f.target_vocab_size = target_vocab_.size();
+  f.source_vocab_size = source_.vocab_size();
+  f.target_vocab_size = target_.vocab_size();
   f.bos_id = bos_id_;
   f.eos_id = eos_id_;
   f.pad_id = kPadId;
   return f;
 }
 
-std::vector<int64_t> TranslationText::source_ids(const std::string& raw) const {
-  return source_vocab_.encode(source_.tokens(raw));
-}
+std::vector<int64_t> TranslationText::source_ids(const std::string& raw) const { return source_.encode(raw); }
 
-std::vector<int64_t> TranslationText::target_ids(const std::string& raw) const {
-  return target_vocab_.encode(target_.tokens(raw));
-}
+std::vector<int64_t> TranslationText::target_ids(const std::string& raw) const { return target_.encode(raw); }
 
 std::vector<int64_t> TranslationText::encode_source(const std::string& sentence, int64_t limit,
                                                     std::vector<std::string>* tokens) const {
   std::vector<int64_t> ids;
   for (const auto& token : split_tokens(source_.tokens(sentence))) {
     // One id per character; without an OOV token unknown characters are dropped (Keras).
-    const std::vector<int64_t> id = source_vocab_.encode(token);
+    const std::vector<int64_t> id = source_.vocab().encode(token);
     if (id.empty()) continue;
     ids.push_back(id.front());
     if (tokens) tokens->push_back(token);
@@ -175,15 +161,16 @@ std::optional<std::vector<int64_t>> TranslationText::encode_target(const std::st
     if (why) *why = "no words left after preprocessing (only digits or symbols?)";
     return std::nullopt;
   }
+  const Vocab& vocab = target_.vocab();
   std::vector<int64_t> ids;
   for (const auto& w : words) {
-    const bool usable = target_vocab_.contains(w) && target_vocab_.index(w) < target_vocab_.size() &&
-                        target_vocab_.index(w) != target_vocab_.oov_index();
+    const bool usable = vocab.contains(w) && vocab.index(w) < vocab.size() &&
+                        vocab.index(w) != vocab.oov_index();
     if (!usable) {
       if (why) *why = cat("the word '", w, "' is not in the target vocabulary");
       return std::nullopt;
     }
-    ids.push_back(target_vocab_.index(w));
+    ids.push_back(vocab.index(w));
   }
   return ids;
 }
@@ -197,34 +184,22 @@ std::string TranslationText::reference_text(const std::string& english) {
   return out;
 }
 
-std::string TranslationText::detokenize(const std::vector<int64_t>& ids) const {
-  std::vector<int64_t> words;
-  for (int64_t id : ids)
-    if (id != eos_id_ && id != bos_id_ && id != kPadId) words.push_back(id);
-  if (!target_.subwords()) return target_vocab_.decode(words);
-  std::vector<std::string> pieces;
-  for (int64_t id : words) {
-    const bool known = id > 0 && id < target_vocab_.size();
-    pieces.push_back(known ? target_vocab_.word(id) : data_.oov_token);
-  }
-  return target_.detokenize(pieces);
-}
+std::string TranslationText::detokenize(const std::vector<int64_t>& ids) const { return target_.decode(ids); }
 
 std::vector<std::string> TranslationText::target_tokens(const std::vector<int64_t>& ids) const {
+  const Vocab& vocab = target_.vocab();
   std::vector<std::string> out;
   for (int64_t id : ids) {
-    const bool known = id > 0 && id < target_vocab_.size();  // the model's output range
-    const std::string word = known ? target_vocab_.word(id) : std::string();
+    const bool known = id > 0 && id < vocab.size();  // the model's output range
+    const std::string word = known ? vocab.word(id) : std::string();
     out.push_back(word.empty() ? (id == kPadId ? "<pad>" : data_.oov_token) : word);
   }
   return out;
 }
 
 void TranslationText::save(const std::string& dir, int64_t max_positions) const {
-  source_.save(dir, "source.spm");
-  target_.save(dir, "target.spm");
-  source_vocab_.save((fs::path(dir) / kSourceVocabFile).string());
-  target_vocab_.save((fs::path(dir) / kTargetVocabFile).string());
+  source_.save(dir);
+  target_.save(dir);
   if (data_.joint_vocabulary && source_.subwords() && target_.subwords()) save_marian_tokenizer(dir, max_positions);
 }
 
@@ -233,11 +208,12 @@ void TranslationText::save(const std::string& dir, int64_t max_positions) const 
 // which is how SideTokenizer frames SentencePiece sources; </s>, <unk> and <pad> name our
 // <end>, OOV and padding ids.
 void TranslationText::save_marian_tokenizer(const std::string& dir, int64_t max_positions) const {
+  const Vocab& source_vocab = source_.vocab();
   json vocab = json::object();
-  for (int64_t id = 1; id < source_vocab_.size(); ++id)
-    if (!source_vocab_.word(id).empty()) vocab[source_vocab_.word(id)] = id;
+  for (int64_t id = 1; id < source_vocab.size(); ++id)
+    if (!source_vocab.word(id).empty()) vocab[source_vocab.word(id)] = id;
   vocab["</s>"] = eos_id_;
-  vocab["<unk>"] = source_vocab_.oov_index();
+  vocab["<unk>"] = source_vocab.oov_index();
   vocab["<pad>"] = kPadId;
   const json config{{"tokenizer_class", "MarianTokenizer"}, {"source_lang", "zh"}, {"target_lang", "en"},
                     {"separate_vocabs", false}, {"eos_token", "</s>"}, {"unk_token", "<unk>"},

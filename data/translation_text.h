@@ -96,9 +96,11 @@ struct TranslationDataOptions {
     v("sentencepiece_vocab_size", sentencepiece_vocab_size,
       "pieces of each SentencePiece model (of the joint one with joint_vocabulary)", at_least(8));
     v("source_tokenizer_fingerprint", source_tokenizer_fingerprint,
-      "written by training: the SentencePiece model a checkpoint's source.spm must be");
+      "written by training: the source tokenizer's fingerprint (its cutting, source.spm and source_vocab.json); "
+      "a checkpoint refuses another");
     v("target_tokenizer_fingerprint", target_tokenizer_fingerprint,
-      "written by training: the SentencePiece model a checkpoint's target.spm must be");
+      "written by training: the target tokenizer's fingerprint (its cutting, target.spm and target_vocab.json); "
+      "a checkpoint refuses another");
     v("batch_tokens", batch_tokens,
       "training batches of about N tokens (pairs x the longest source or target, padding "
       "included; fairseq's and Marian's max_tokens) instead of per_device_train_batch_size "
@@ -115,17 +117,17 @@ class TranslationText {
   /// Padding is index 0 of both Keras-style vocabularies; the model must agree.
   static constexpr int64_t kPadId = 0;
   /// The vocabularies in a checkpoint directory.
-  static constexpr const char* kSourceVocabFile = "source_vocab.json";
-  static constexpr const char* kTargetVocabFile = "target_vocab.json";
+  static constexpr const char* kSourceVocabFile = SideTokenizer::kSourceVocabFile;
+  static constexpr const char* kTargetVocabFile = SideTokenizer::kTargetVocabFile;
 
   explicit TranslationText(const TranslationDataOptions& data);
 
   /// Learns the SentencePiece models (of the sides that use one) and the vocabularies from
   /// the training pairs; fingerprint() then names the models a checkpoint must hold.
   void fit(const std::vector<SentencePair>& train);
-  /// From checkpoint directory `dir`: the SentencePiece models (checked against data's
-  /// fingerprints) and the vocabularies, whose sizes must be the model section's (named in
-  /// messages as DIR/config.json).
+  /// From checkpoint directory `dir`: both sides' tokenizers (SentencePiece models and
+  /// vocabularies), whose sizes must be the model section's (named in messages as
+  /// DIR/config.json) and whose fingerprints data's.
   void load(const std::string& dir, int64_t source_vocab_size, int64_t target_vocab_size);
   /// <start>/<end> from the target vocabulary, which must hold them as ids the model can
   /// produce; `where` names the vocabulary's origin in messages.
@@ -156,23 +158,21 @@ class TranslationText {
   /// Preprocessed English without <start>/<end>: what BLEU compares against.
   static std::string reference_text(const std::string& english);
 
-  const Vocab& source_vocab() const { return source_vocab_; }
-  const Vocab& target_vocab() const { return target_vocab_; }
+  const Vocab& source_vocab() const { return source_.vocab(); }
+  const Vocab& target_vocab() const { return target_.vocab(); }
   int64_t bos_id() const { return bos_id_; }
   int64_t eos_id() const { return eos_id_; }
-  /// The SentencePiece models' fingerprints ("" for a side without one).
+  /// The sides' tokenizers' fingerprints.
   std::string source_fingerprint() const { return source_.fingerprint(); }
   std::string target_fingerprint() const { return target_.fingerprint(); }
 
  private:
   void train_tokenizers(const std::vector<SentencePair>& train);
   void fit_vocabularies(const std::vector<SentencePair>& train);
-  void load_tokenizers(const std::string& dir);
   void save_marian_tokenizer(const std::string& dir, int64_t max_positions) const;
 
   TranslationDataOptions data_;
   SideTokenizer source_, target_;
-  Vocab source_vocab_, target_vocab_;
   int64_t bos_id_ = -1, eos_id_ = -1;
 };
 

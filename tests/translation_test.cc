@@ -519,6 +519,18 @@ TEST_F(TranslationCli, MismatchedOrMissingVocabularyIsAClearError) {
   r = run_zoo("eval --checkpoint " + copy);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("does not belong to this checkpoint"), std::string::npos) << r.output;
+  // The checkpoint's own vocabulary with two words trading ids (same size): the tokenizer's
+  // fingerprint in config.json refuses it.
+  fs::copy_file(checkpoint_ + "/target_vocab.json", copy + "/target_vocab.json", fs::copy_options::overwrite_existing);
+  json vocab = read_json_file(copy + "/target_vocab.json");
+  std::swap(vocab["word_index"][3][0], vocab["word_index"][4][0]);
+  write_json_file(copy + "/target_vocab.json", vocab);
+  for (const std::string& command : {"translate --checkpoint " + copy + " < " + input, "eval --checkpoint " + copy}) {
+    r = run_zoo(command);
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_NE(r.output.find("zoo: error: " + copy + "/target_vocab.json: this tokenizer (keras_word, "), std::string::npos)
+        << command << ": " << r.output;
+  }
 
   fs::remove(copy + "/source_vocab.json");
   r = run_zoo("translate --checkpoint " + copy + " < " + input);

@@ -48,7 +48,8 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
   if (checkpoint_dir.empty()) {
     load_split();
     text_->fit(split_.train);
-    // The checkpoint's config says which models its source.spm / target.spm must be.
+    // The checkpoint's config says which tokenizers (cutting, SentencePiece model, vocabulary)
+    // its files must be.
     config_["data"]["source_tokenizer_fingerprint"] = data_.source_tokenizer_fingerprint = text_->source_fingerprint();
     config_["data"]["target_tokenizer_fingerprint"] = data_.target_tokenizer_fingerprint = text_->target_fingerprint();
     text_->find_special_ids("the training split of data.path");
