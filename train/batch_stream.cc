@@ -4,20 +4,6 @@
 
 namespace zoo {
 
-namespace {
-uint64_t mix(uint64_t a, uint64_t b) {  // splitmix64 of a combination: per-batch seeds
-  uint64_t z = a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
-uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t index) {
-  return mix(mix(seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(index));
-}
-
 std::vector<int64_t> shard_of(const std::vector<int64_t>& batch, int rank, int world) {
   if (world <= 1 || batch.empty()) return batch;
   const size_t per = (batch.size() + world - 1) / world;
@@ -61,7 +47,7 @@ void BatchStream::run(int64_t epoch, int64_t index) {
         // what a single process draws.
         const uint64_t bseed = batch_seed(seed_, epoch, index);
         Item item{task_.make_train_batch(shard_of(plan[index], rank_, world_),
-                                         rank_ == 0 ? bseed : mix(bseed, static_cast<uint64_t>(rank_))),
+                                         rank_ == 0 ? bseed : seed_mix(bseed, static_cast<uint64_t>(rank_))),
                   epoch, index};
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [this] { return done_ || static_cast<int64_t>(queue_.size()) < prefetch_; });

@@ -13,9 +13,6 @@
 
 namespace zoo {
 
-/// The per-batch seed of batch `index` of `epoch` (splitmix64 of the combination).
-uint64_t batch_seed(uint64_t seed, int64_t epoch, int64_t index);
-
 /// Process `rank`'s part of a global batch of a data-parallel run: the r-th of `world`
 /// contiguous equal parts. A batch that does not divide evenly is first padded with its own
 /// first examples (as PyTorch's DistributedSampler pads), so every process gets as many.

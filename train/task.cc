@@ -8,22 +8,7 @@
 namespace zoo {
 
 std::vector<std::vector<int64_t>> Task::epoch_plan(uint64_t seed, int64_t epoch, int64_t batch_size) const {
-  const int64_t n = num_train_examples();
-  auto gen = at::detail::createCPUGenerator(seed * 1000003ULL + static_cast<uint64_t>(epoch));
-  auto perm = torch::randperm(n, gen, torch::kLong);
-  const int64_t* p = perm.data_ptr<int64_t>();
-  std::vector<std::vector<int64_t>> plan;
-  for (int64_t i = 0; i < n; i += batch_size) plan.emplace_back(p + i, p + std::min(n, i + batch_size));
-  return plan;
-}
-
-std::vector<std::vector<int64_t>> consecutive_batches(int64_t n, int64_t batch_size) {
-  std::vector<std::vector<int64_t>> plan;
-  for (int64_t i = 0; i < n; i += batch_size) {
-    plan.emplace_back();
-    for (int64_t j = i; j < std::min(n, i + batch_size); ++j) plan.back().push_back(j);
-  }
-  return plan;
+  return data::permuted_batches(num_train_examples(), batch_size, seed, epoch);
 }
 
 void check_eval_split(const std::string& loaded, const std::string& asked) {

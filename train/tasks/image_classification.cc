@@ -1,8 +1,5 @@
 #include "train/tasks/image_classification.h"
 
-#include <cmath>
-
-#include "core/paths.h"
 #include "models/registry.h"
 #include "train/objectives.h"
 
@@ -15,70 +12,15 @@ ImageClassificationTask::ImageClassificationTask(const json& config, const TaskC
   model_ = models::ViTForImageClassification(
       std::dynamic_pointer_cast<models::ViTForImageClassificationImpl>(models::build_model(config.at("model"))));
   data_ = read_options<ImageDataOptions>(config.value("data", json::object()), "data");
-  data_.resolve(model_->options().num_channels);
-}
-
-std::unique_ptr<data::ImageSet> ImageClassificationTask::load_split(const std::string& split) const {
-  const std::string path = existing_data_path(data_.path);
-  if (data_.dataset == "cifar10") return std::make_unique<data::ImageSet>(data::load_cifar10(path, split));
-  std::vector<std::string> names = model_->options().labels;
-  if (names.empty()) names = data_.dataset == "mnist" ? data::mnist_classes() : data::fashion_mnist_classes();
-  return std::make_unique<data::ImageSet>(data::load_mnist_like(path, split, names));
-}
-
-const data::ImageSet& ImageClassificationTask::train_set() {
-  if (!train_) train_ = load_split("train");
-  return *train_;
-}
-
-const data::ImageSet& ImageClassificationTask::test_set() {
-  if (!test_) test_ = load_split("test");
-  return *test_;
-}
-
-void ImageClassificationTask::prepare_training(const std::string& /*output_dir*/) {
-  const auto& set = train_set();
   const auto& o = model_->options();
-  if (set.images.size(1) != o.num_channels || set.images.size(2) != o.image_size ||
-      set.images.size(3) != o.image_size)
-    throw Error(cat(data_.path, ": images are ", set.images.size(1), "x", set.images.size(2), "x",
-                    set.images.size(3), " (CxHxW) but the model expects ", o.num_channels, "x", o.image_size, "x",
-                    o.image_size, "; set model.num_channels / model.image_size"));
-  const int64_t max_label = set.labels.max().item<int64_t>();
-  if (max_label >= o.num_labels)
-    throw Error(cat(data_.path, ": labels go up to ", max_label, " but model.num_labels is ", o.num_labels));
-  const int64_t n = set.images.size(0);
-  if (data_.validation_size >= n)
-    throw Error(cat("config: data.validation_size (", data_.validation_size, ") must be smaller than the ", n,
-                    " training examples"));
-  // The held-out split depends on the data only (fixed seed), not on train.seed, so every
-  // run is validated on the same examples.
-  auto perm = torch::randperm(n, at::detail::createCPUGenerator(20240601), torch::kLong);
-  valid_index_ = std::get<0>(perm.narrow(0, 0, data_.validation_size).sort());
-  train_index_ = std::get<0>(perm.narrow(0, data_.validation_size, n - data_.validation_size).sort());
-  if (data_.max_train_samples > 0 && data_.max_train_samples < train_index_.size(0))
-    train_index_ = train_index_.narrow(0, 0, data_.max_train_samples);
+  data_.resolve(o.num_channels);
+  dataset_.emplace(data_, data::ImageModelShape{o.num_channels, o.image_size, o.num_labels, o.labels});
 }
 
-torch::Tensor ImageClassificationTask::preprocess(const torch::Tensor& images) const {
-  return data::to_float_normalized(images, data_.mean, data_.std);
-}
+void ImageClassificationTask::prepare_training(const std::string& /*output_dir*/) { dataset_->load_training(); }
 
 Batch ImageClassificationTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
-  auto idx = train_index_.index_select(0, torch::tensor(indices, torch::kLong));
-  auto images = train_->images.index_select(0, idx);
-  auto labels = train_->labels.index_select(0, idx);
-  if (data_.random_crop_padding > 0 || data_.horizontal_flip_prob > 0 || data_.random_erasing_prob > 0) {
-    auto gen = at::detail::createCPUGenerator(seed);
-    if (data_.random_crop_padding > 0) images = data::random_crop(images, data_.random_crop_padding, gen);
-    if (data_.horizontal_flip_prob > 0) images = data::random_hflip(images, data_.horizontal_flip_prob, gen);
-    if (data_.random_erasing_prob > 0) {
-      std::vector<double> fill;  // the mean colour: 0 after normalisation
-      for (double m : data_.mean) fill.push_back(std::round(m * 255));
-      images = data::random_erasing(images, data_.random_erasing_prob, fill, gen);
-    }
-  }
-  return Batch{{{"pixel_values", preprocess(images)}, {"labels", labels}}, static_cast<int64_t>(indices.size()), seed};
+  return dataset_->train_batch(indices, seed);
 }
 
 Loss ImageClassificationTask::loss(const Batch& batch) {
@@ -95,35 +37,14 @@ bool ImageClassificationTask::splittable() const {
 }
 
 std::vector<std::vector<int64_t>> ImageClassificationTask::eval_plan(const std::string& split, int64_t batch_size) {
-  torch::Tensor images, labels;
-  if (split == "valid") {
-    if (!valid_index_.defined()) prepare_training("");
-    if (valid_index_.size(0) == 0)
-      throw Error("no validation split: data.validation_size is 0; use --split test");
-    images = train_->images.index_select(0, valid_index_);
-    labels = train_->labels.index_select(0, valid_index_);
-  } else if (split == "test") {
-    images = test_set().images;
-    labels = test_set().labels;
-  } else {
-    throw Error(cat("unknown split '", split, "'; use valid or test"));
-  }
-  if (data_.max_eval_samples > 0 && data_.max_eval_samples < images.size(0)) {
-    images = images.narrow(0, 0, data_.max_eval_samples);
-    labels = labels.narrow(0, 0, data_.max_eval_samples);
-  }
+  auto plan = dataset_->eval_plan(split, batch_size);
   eval_split_ = split;
-  eval_images_ = images;
-  eval_labels_ = labels;
-  return consecutive_batches(images.size(0), batch_size);
+  return plan;
 }
 
 Batch ImageClassificationTask::make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const {
   check_eval_split(eval_split_, split);
-  auto rows = torch::tensor(examples, torch::kLong);
-  return Batch{{{"pixel_values", preprocess(eval_images_.index_select(0, rows))},
-                {"labels", eval_labels_.index_select(0, rows)}},
-               static_cast<int64_t>(examples.size()), 0};
+  return dataset_->eval_batch(examples);
 }
 
 Metrics ImageClassificationTask::eval_sums(const std::string&, const Batch& batch) {

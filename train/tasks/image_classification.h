@@ -1,11 +1,11 @@
 #pragma once
-// Image classification: an image set (Fashion-MNIST, MNIST, CIFAR-10) + a ViT,
-// cross-entropy loss, accuracy. Inference is predict/image_classifier.h.
+// Image classification: an image set (data/image_dataset.h: Fashion-MNIST, MNIST, CIFAR-10)
+// + a ViT, cross-entropy loss, accuracy. Inference is predict/image_classifier.h.
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "data/image_options.h"
-#include "data/images.h"
+#include "data/image_dataset.h"
 #include "models/vit.h"
 #include "train/task.h"
 
@@ -19,7 +19,7 @@ class ImageClassificationTask : public Task {
 
   std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
   void prepare_training(const std::string& output_dir) override;
-  int64_t num_train_examples() const override { return train_index_.size(0); }
+  int64_t num_train_examples() const override { return dataset_->train_size(); }
   /// pixel_values (normalised, augmented) and labels.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   Loss loss(const Batch& batch) override;
@@ -33,24 +33,14 @@ class ImageClassificationTask : public Task {
   std::string default_best_metric() const override { return "accuracy"; }
 
   /// uint8 (B, C, H, W) -> normalised float, as the model was trained.
-  torch::Tensor preprocess(const torch::Tensor& images) const;
-  /// Inference logits of a preprocessed batch. With data.test_time_hflip: the log of the mean
-  /// of the probabilities of the images and of their mirror images (softmax gives that mean).
-  torch::Tensor predict(const torch::Tensor& x);
+  torch::Tensor preprocess(const torch::Tensor& images) const { return dataset_->preprocess(images); }
   models::ViTForImageClassification& vit() { return model_; }
-  const ImageDataOptions& data_options() const { return data_; }
 
  private:
-  std::unique_ptr<data::ImageSet> load_split(const std::string& split) const;
-  const data::ImageSet& train_set();
-  const data::ImageSet& test_set();
-
   ImageDataOptions data_;
   models::ViTForImageClassification model_{nullptr};
-  std::unique_ptr<data::ImageSet> train_, test_;
-  torch::Tensor train_index_, valid_index_;  // int64 indices into train_
-  std::string eval_split_;                   // the split eval_plan() last loaded:
-  torch::Tensor eval_images_, eval_labels_;  // its images (uint8) and labels
+  std::optional<data::ImageDataset> dataset_;
+  std::string eval_split_;  // the split eval_plan() loaded last
 };
 
 }  // namespace zoo

@@ -4,13 +4,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <random>
 
 #include "core/hash.h"
 #include "core/input_file.h"
 #include "core/paths.h"
 #include "models/registry.h"
-#include "train/batch_stream.h"
 
 namespace fs = std::filesystem;
 
@@ -145,53 +143,24 @@ void LanguageModelingTask::open_stream(const std::string& output_dir) {
       throw Error(cat(path, ": the stream was tokenised with another tokenizer (fingerprint ", made_with,
                       ", this one ", data_.tokenizer_fingerprint, "); delete it and give data.files to rebuild"));
   }
-  stream_.emplace(path, width);
+  windows_.emplace(data::TokenStream(path, width), block_size(), data_.validation_fraction, data_.max_eval_windows,
+                   model_->options().vocab_size);
   config_["data"]["stream"] = path;
-  const int64_t n = stream_->size();
-  train_tokens_ = n - static_cast<int64_t>(std::floor(static_cast<double>(n) * data_.validation_fraction));
-  const int64_t need = block_size() + 1;
-  if (train_tokens_ < need || (data_.validation_fraction > 0 && n - train_tokens_ < need))
-    throw Error(cat(path, ": ", n, " tokens are too few for windows of ", need, " tokens in both the training (",
-                    train_tokens_, ") and validation (", n - train_tokens_,
-                    ") splits; use more text, a smaller data.block_size or data.validation_fraction"));
 }
 
 void LanguageModelingTask::prepare_training(const std::string& output_dir) { open_stream(output_dir); }
 
-int64_t LanguageModelingTask::num_train_examples() const {
-  return std::max<int64_t>(1, (train_tokens_ - 1) / block_size());
-}
+int64_t LanguageModelingTask::num_train_examples() const { return windows_->train_size(); }
 
 std::vector<std::vector<int64_t>> LanguageModelingTask::epoch_plan(uint64_t seed, int64_t epoch,
                                                                    int64_t batch_size) const {
-  std::mt19937_64 rng(batch_seed(seed, epoch, -1));
-  std::uniform_int_distribution<int64_t> start(0, train_tokens_ - block_size() - 1);
-  const int64_t n = num_train_examples();
-  std::vector<std::vector<int64_t>> plan;
-  for (int64_t i = 0; i < n; i += batch_size) {
-    std::vector<int64_t> batch(std::min(batch_size, n - i));
-    for (auto& b : batch) b = start(rng);
-    plan.push_back(std::move(batch));
-  }
-  return plan;
-}
-
-torch::Tensor LanguageModelingTask::window(int64_t start) const {
-  auto ids = torch::empty({block_size() + 1}, torch::kLong);
-  stream_->read(start, block_size() + 1, ids.data_ptr<int64_t>());
-  return ids;
+  return windows_->epoch_plan(seed, epoch, batch_size);
 }
 
 Batch LanguageModelingTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
-  std::vector<torch::Tensor> rows;
-  for (int64_t start : indices) rows.push_back(window(start));
-  auto ids = torch::stack(rows);  // (B, block + 1)
-  const int64_t top = ids.max().item<int64_t>();
-  if (top >= model_->options().vocab_size)
-    throw Error(cat(stream_->path(), ": token id ", top, " is outside the model's vocabulary of ",
-                    model_->options().vocab_size, "; the stream was made with another tokenizer"));
-  const int64_t t = block_size();
-  return Batch{{{"input_ids", ids.narrow(1, 0, t)}, {"labels", ids.narrow(1, 1, t)}}, static_cast<int64_t>(indices.size()), seed};
+  Batch b = windows_->train_batch(indices);
+  b.seed = seed;
+  return b;
 }
 
 Loss LanguageModelingTask::loss(const Batch& batch) {
@@ -204,29 +173,16 @@ bool LanguageModelingTask::splittable() const {
 }
 
 std::vector<std::vector<int64_t>> LanguageModelingTask::eval_plan(const std::string& split, int64_t batch_size) {
-  if (split != "valid" && split != "train")
-    throw Error(cat("language modeling has the splits valid (the last data.validation_fraction of the stream) "
-                    "and train, not '", split, "'"));
-  if (!stream_) open_stream("");
-  const int64_t t = block_size();
-  const int64_t begin = split == "train" ? 0 : train_tokens_;
-  const int64_t end = split == "train" ? train_tokens_ : stream_->size();
-  const int64_t available = (end - begin - 1) / t;  // consecutive windows of t + 1 overlapping by one
-  if (available <= 0) throw Error(cat("the ", split, " split has fewer than ", t + 1, " tokens"));
+  data::TokenWindows::check_split(split);
+  if (!windows_) open_stream("");
+  auto plan = windows_->eval_plan(split, batch_size);
   eval_split_ = split;
-  eval_begin_ = begin;
-  eval_available_ = available;
-  eval_windows_ = data_.max_eval_windows > 0 ? std::min(available, data_.max_eval_windows) : available;
-  return consecutive_batches(eval_windows_, batch_size);
+  return plan;
 }
 
 Batch LanguageModelingTask::make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const {
   check_eval_split(eval_split_, split);
-  const int64_t t = block_size();
-  std::vector<torch::Tensor> rows;
-  for (int64_t j : examples) rows.push_back(window(eval_begin_ + (j * eval_available_ / eval_windows_) * t));
-  auto ids = torch::stack(rows);
-  return Batch{{{"input_ids", ids.narrow(1, 0, t)}, {"labels", ids.narrow(1, 1, t)}}, static_cast<int64_t>(examples.size()), 0};
+  return windows_->eval_batch(examples);
 }
 
 Metrics LanguageModelingTask::eval_sums(const std::string&, const Batch& batch) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/token_stream.h"
+#include "data/token_windows.h"
 #include "data/tokenizer.h"
 #include "models/gpt.h"
 #include "train/task.h"
@@ -75,18 +76,12 @@ class LanguageModelingTask : public Task {
   std::string stream_path(const std::string& output_dir) const;
   void open_stream(const std::string& output_dir);
   int64_t block_size() const;
-  /// The window starting at token `start`: (block_size + 1) ids.
-  torch::Tensor window(int64_t start) const;
 
   LanguageModelingDataOptions data_;
   std::unique_ptr<data::Tokenizer> tokenizer_;
   models::GPT2LMHeadModel model_{nullptr};
-  std::optional<data::TokenStream> stream_;
-  int64_t train_tokens_ = 0;  // [0, train_tokens_) trains, the rest validates
-  // The split eval_plan() loaded last: its first token, and its evaluation windows (n of the
-  // `available` consecutive ones, evenly spread).
-  std::string eval_split_;
-  int64_t eval_begin_ = 0, eval_available_ = 0, eval_windows_ = 0;
+  std::optional<data::TokenWindows> windows_;
+  std::string eval_split_;  // the split eval_plan() loaded last
 };
 
 }  // namespace zoo

@@ -2,13 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <numeric>
-#include <random>
 
 #include "core/paths.h"
-#include "data/pairs.h"
 #include "models/registry.h"
 #include "train/objectives.h"
 
@@ -30,9 +25,11 @@ TextClassificationTask::TextClassificationTask(const json& config, const TaskCon
   if (where.empty())
     throw Error("config: text classification needs a vocabulary: set data.vocab (a vocab.txt) or train.init_from "
                 "(a pretrained checkpoint, whose vocab.txt is used)");
-  encoder_.emplace(checkpoint_dir.empty() && where == data_.vocab ? existing_data_path(where, "data.vocab") : where, data_);
-  config_["data"]["tokenizer_fingerprint"] = data_.tokenizer_fingerprint = encoder_->fingerprint();
-  DataFacts facts = encoder_->facts(data_.labels);
+  data::ClassificationTextEncoder encoder(
+      checkpoint_dir.empty() && where == data_.vocab ? existing_data_path(where, "data.vocab") : where, data_);
+  config_["data"]["tokenizer_fingerprint"] = data_.tokenizer_fingerprint = encoder.fingerprint();
+  dataset_.emplace(data_, std::move(encoder));
+  DataFacts facts = dataset_->facts();
   if (!checkpoint_dir.empty()) facts.mismatch_hint = "this vocabulary does not belong to this checkpoint";
   json& model = config_["model"];
   model = models::complete_model_section(model, facts);
@@ -40,81 +37,15 @@ TextClassificationTask::TextClassificationTask(const json& config, const TaskCon
       models::build_model(models::resolve_model_config(model), "text_classification")));
 }
 
-std::vector<data::LabeledText> TextClassificationTask::read(const std::string& split) const {
-  if (data_.path.empty()) throw Error("config: data.path is not set (tools/fetch_data.sh imdb, then data.path=imdb/aclImdb)");
-  const std::string path = existing_data_path(data_.path);
-  data::TextReadOptions o;
-  o.strict = data_.strict;
-  o.replace_invalid_utf8 = data_.replace_invalid_utf8;
-  data::TextReadReport report;
-  std::vector<data::LabeledText> texts;
-  if (fs::is_directory(path)) {
-    texts = data::read_text_folders((fs::path(path) / (split == "test" ? data_.test_folder : data_.train_folder)).string(),
-                                    data_.labels, o, report);
-  } else if (ends_with(path, ".csv")) {
-    const std::string file = split == "test" ? existing_data_path(data_.test_path, "data.test_path") : path;
-    texts = data::read_text_csv(file, data_.text_column, data_.label_column, o, report);
-  } else {
-    throw Error(cat(path, ": neither a folder of texts nor a .csv file"));
-  }
-  if (report.skipped > 0) {
-    std::cerr << "zoo: warning: skipped " << report.skipped << " bad text" << (report.skipped == 1 ? "" : "s")
-              << " (data.strict=true makes this an error):\n";
-    for (const auto& m : report.messages) std::cerr << "  " << m << "\n";
-  }
-  return texts;
-}
-
-std::vector<TextClassificationTask::Example> TextClassificationTask::examples_of(
-    const std::vector<data::LabeledText>& texts) const {
-  std::vector<Example> out;
-  out.reserve(texts.size());
-  for (const auto& t : texts) {
-    auto it = std::find(data_.labels.begin(), data_.labels.end(), t.label);
-    if (it == data_.labels.end())
-      throw Error(cat(t.where, ": label '", t.label, "' is not one of data.labels (", join(data_.labels), ")"));
-    out.push_back({encode(t.text), it - data_.labels.begin()});
-  }
-  return out;
-}
-
-void TextClassificationTask::prepare_training(const std::string& /*output_dir*/) {
-  auto texts = read("train");
-  std::mt19937_64 rng(static_cast<uint64_t>(data_.split_seed));
-  std::shuffle(texts.begin(), texts.end(), rng);
-  const auto held = std::min<size_t>(static_cast<size_t>(data_.valid_size), texts.size() / 2);
-  std::vector<data::LabeledText> valid(texts.begin(), texts.begin() + static_cast<std::ptrdiff_t>(held));
-  texts.erase(texts.begin(), texts.begin() + static_cast<std::ptrdiff_t>(held));
-  if (data_.max_train_samples > 0 && static_cast<int64_t>(texts.size()) > data_.max_train_samples)
-    texts.resize(static_cast<size_t>(data_.max_train_samples));
-  if (texts.empty()) throw Error(cat(data_.path, ": no training texts"));
-  train_ = examples_of(texts);
-  valid_ = examples_of(valid);
-  if (valid_.empty())  // checked now, not after training, where the first evaluation needs them
-    throw Error(cat("data.valid_size=", data_.valid_size, " leaves no validation texts; training evaluates on them "
-                    "(train.eval_steps, the best checkpoint): set data.valid_size to 1 or more"));
-}
-
-Batch TextClassificationTask::batch_of(const std::vector<Example>& examples, const std::vector<int64_t>& indices) const {
-  std::vector<const std::vector<int64_t>*> rows;
-  std::vector<int64_t> labels;
-  for (int64_t i : indices) rows.push_back(&examples[i].ids), labels.push_back(examples[i].label);
-  auto [ids, mask] = encoder_->pad(rows);
-  const auto n = static_cast<int64_t>(indices.size());
-  return Batch{{{"input_ids", ids}, {"attention_mask", mask}, {"labels", torch::tensor(labels, torch::kLong)}}, n, 0};
-}
+void TextClassificationTask::prepare_training(const std::string& /*output_dir*/) { dataset_->load_training(); }
 
 std::vector<std::vector<int64_t>> TextClassificationTask::epoch_plan(uint64_t seed, int64_t epoch,
                                                                      int64_t batch_size) const {
-  if (!data_.group_by_length) return Task::epoch_plan(seed, epoch, batch_size);
-  std::vector<int64_t> lengths;
-  lengths.reserve(train_.size());
-  for (const auto& e : train_) lengths.push_back(static_cast<int64_t>(e.ids.size()));
-  return data::bucket_batches(lengths, batch_size, plan_seed(seed, epoch), /*shuffle=*/true);
+  return dataset_->epoch_plan(seed, epoch, batch_size);
 }
 
 Batch TextClassificationTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
-  Batch b = batch_of(train_, indices);
+  Batch b = dataset_->train_batch(indices);
   b.seed = seed;
   return b;
 }
@@ -125,40 +56,14 @@ Loss TextClassificationTask::loss(const Batch& batch) {
 }
 
 std::vector<std::vector<int64_t>> TextClassificationTask::eval_plan(const std::string& split, int64_t batch_size) {
-  if (split != "valid" && split != "test") throw Error(cat("unknown split '", split, "'; use valid or test"));
-  if (split == "valid") {
-    if (valid_.empty()) prepare_training("");
-    eval_examples_ = &valid_;
-  } else {
-    auto texts = read("test");
-    if (data_.max_eval_samples > 0) {  // a sample of every label, not the first label's files
-      std::mt19937_64 rng(static_cast<uint64_t>(data_.split_seed));
-      std::shuffle(texts.begin(), texts.end(), rng);
-      texts.resize(std::min<size_t>(texts.size(), static_cast<size_t>(data_.max_eval_samples)));
-    }
-    test_ = examples_of(texts);
-    eval_examples_ = &test_;
-  }
+  auto plan = dataset_->eval_plan(split, batch_size);
   eval_split_ = split;
-  // The first data.max_eval_samples examples, in batches of similar lengths, longest first: a
-  // batch is as wide as its longest review, and the metrics are sums, so the order changes
-  // nothing but the padding.
-  auto n = static_cast<int64_t>(eval_examples_->size());
-  if (data_.max_eval_samples > 0) n = std::min(n, data_.max_eval_samples);
-  const auto& examples = *eval_examples_;
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return examples[a].ids.size() > examples[b].ids.size();
-  });
-  std::vector<std::vector<int64_t>> plan;
-  for (int64_t s = 0; s < n; s += batch_size) plan.emplace_back(order.begin() + s, order.begin() + std::min(n, s + batch_size));
   return plan;
 }
 
 Batch TextClassificationTask::make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const {
   check_eval_split(eval_split_, split);
-  return batch_of(*eval_examples_, examples);
+  return dataset_->eval_batch(examples);
 }
 
 Metrics TextClassificationTask::eval_sums(const std::string&, const Batch& batch) {
@@ -167,6 +72,6 @@ Metrics TextClassificationTask::eval_sums(const std::string&, const Batch& batch
 
 Metrics TextClassificationTask::metrics_from_sums(const Metrics& sums) const { return classification_metrics(sums); }
 
-void TextClassificationTask::save_assets(const std::string& dir) const { encoder_->save(dir); }
+void TextClassificationTask::save_assets(const std::string& dir) const { dataset_->encoder().save(dir); }
 
 }  // namespace zoo

@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "data/classification_text.h"
-#include "data/reviews.h"
+#include "data/labeled_text_dataset.h"
 #include "models/bert.h"
 #include "train/task.h"
 
@@ -24,7 +23,7 @@ class TextClassificationTask : public Task {
 
   std::shared_ptr<torch::nn::Module> model() override { return model_.ptr(); }
   void prepare_training(const std::string& output_dir) override;
-  int64_t num_train_examples() const override { return static_cast<int64_t>(train_.size()); }
+  int64_t num_train_examples() const override { return dataset_->train_size(); }
   /// The default seeded permutation, or batches of similar lengths with data.group_by_length.
   std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch, int64_t batch_size) const override;
   /// input_ids, attention_mask, labels.
@@ -41,22 +40,12 @@ class TextClassificationTask : public Task {
   void save_assets(const std::string& dir) const override;
 
   /// A text as the ids the model reads: [CLS] tokens [SEP], cut to data.max_length.
-  std::vector<int64_t> encode(const std::string& text) const { return encoder_->encode(text); }
+  std::vector<int64_t> encode(const std::string& text) const { return dataset_->encoder().encode(text); }
 
  private:
-  struct Example {
-    std::vector<int64_t> ids;
-    int64_t label;
-  };
-  std::vector<data::LabeledText> read(const std::string& split) const;
-  std::vector<Example> examples_of(const std::vector<data::LabeledText>& texts) const;
-  Batch batch_of(const std::vector<Example>& examples, const std::vector<int64_t>& indices) const;
   TextClassificationDataOptions data_;
-  std::optional<data::ClassificationTextEncoder> encoder_;
-  std::vector<Example> train_, valid_;
-  std::vector<Example> test_;                      // read by eval_plan("test")
-  std::string eval_split_;                         // the split eval_plan() planned last,
-  const std::vector<Example>* eval_examples_ = nullptr;  // and its examples (valid_ or test_)
+  std::optional<data::LabeledTextDataset> dataset_;
+  std::string eval_split_;  // the split eval_plan() planned last
   models::BertForSequenceClassification model_{nullptr};
 };
 

@@ -188,7 +188,7 @@ const std::set<std::string>& TranslationTask::training_sources() {
 
 std::vector<std::vector<int64_t>> TranslationTask::epoch_plan(uint64_t seed, int64_t epoch,
                                                               int64_t batch_size) const {
-  const uint64_t epoch_seed = plan_seed(seed, epoch);
+  const uint64_t epoch_seed = data::plan_seed(seed, epoch);
   if (data_.batch_tokens > 0)
     return data::token_batches(train_order_key_, train_cost_, data_.batch_tokens, epoch_seed, /*shuffle=*/true);
   return data::bucket_batches(train_order_key_, batch_size, epoch_seed, /*shuffle=*/true);
