@@ -2,10 +2,11 @@
 // Chinese -> English translation (document 000): Tatoeba/Anki sentence pairs + any
 // encoder-decoder model (models/encoder_decoder.h: the GRU with Bahdanau attention, the
 // Transformer), built through the model registry and used only through that interface, so
-// a new model type needs no change here. The task owns the pair file and its deterministic
-// split, the padding-masked cross-entropy, and the metrics: teacher-forced loss and
-// perplexity, BLEU of greedy or beam decodes. The text side (preprocessing, tokenizers,
-// Keras-style vocabularies) is data/translation_text.h; inference is predict/translator.h.
+// a new model type needs no change here. The task owns the padding-masked cross-entropy and
+// the metrics: teacher-forced loss and perplexity, BLEU of greedy or beam decodes. The pair
+// file, its split, the plans and batches are data/sentence_pair_dataset.h; the text side
+// (preprocessing, tokenizers, Keras-style vocabularies) data/translation_text.h; inference
+// predict/translator.h.
 //
 // Token ids are never assumed: pad is 0 (the Keras vocabulary's padding), <start> and <end>
 // are looked up in the target vocabulary. What the task learns from the data goes into the
@@ -14,11 +15,10 @@
 // config.json says what its source_vocab.json / target_vocab.json must hold.
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "data/pairs.h"
+#include "data/sentence_pair_dataset.h"
 #include "data/translation_text.h"
 #include "models/encoder_decoder.h"
 #include "models/generation.h"
@@ -39,7 +39,7 @@ class TranslationTask : public Task {
   std::shared_ptr<torch::nn::Module> model() override { return model_->module(); }
   /// Writes train.tsv / valid.tsv / test.tsv into `output_dir` (when not empty).
   void prepare_training(const std::string& output_dir) override;
-  int64_t num_train_examples() const override { return static_cast<int64_t>(train_src_.size()); }
+  int64_t num_train_examples() const override { return dataset_->train_size(); }
   /// Length-bucketed batches (similar target, then source lengths), reshuffled every epoch:
   /// of `batch_size` pairs, or with data.batch_tokens of about that many tokens.
   std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch,
@@ -78,36 +78,16 @@ class TranslationTask : public Task {
   const data::Vocab& target_vocab() const { return text_->target_vocab(); }
   const TranslationDataOptions& data_options() const { return data_; }
   /// The split read from data.path (empty until training or evaluation needed it).
-  const data::Split& split() const { return split_; }
+  const data::Split& split() const { return dataset_->split(); }
   int64_t bos_id() const { return text_->bos_id(); }
   int64_t eos_id() const { return text_->eos_id(); }
 
  private:
-  // Reads data.path and splits it (idempotent).
-  void load_split();
-  // Pairs of `split` ("valid"/"test") for evaluation, possibly from the training run's
-  // <split>.tsv next to the checkpoint when data.path is not available.
-  std::vector<data::SentencePair> eval_pairs(const std::string& split);
-  // The preprocessed sources of the training split (for BLEU on unseen sources).
-  const std::set<std::string>& training_sources();
-  void encode_training_pairs();
-
   TranslationDataOptions data_;
   std::shared_ptr<models::EncoderDecoder> model_;
-  std::string checkpoint_dir_;
   std::optional<data::TranslationText> text_;
-  bool split_loaded_ = false;
-  data::Split split_;
-  std::vector<std::vector<int64_t>> train_src_, train_tgt_;  // encoded training pairs
-  std::vector<int64_t> train_order_key_;                     // bucketing key per pair
-  std::vector<int64_t> train_cost_;                          // longest side in tokens per pair
-  std::optional<std::set<std::string>> training_sources_;    // see training_sources()
-  // The split eval_plan() loaded last: encoded sources and targets, BLEU references, and
-  // whether each source is unseen in training.
-  std::string eval_split_;
-  std::vector<std::vector<int64_t>> eval_src_, eval_tgt_;
-  std::vector<std::string> eval_references_;
-  std::vector<bool> eval_unseen_;
+  std::optional<data::SentencePairDataset> dataset_;  // reads through *text_
+  std::string eval_split_;                            // the split eval_plan() loaded last
 };
 
 }  // namespace zoo
