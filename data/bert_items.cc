@@ -36,11 +36,7 @@ void BertItems::build() {
   } else {
     throw Error(cat(path, ": neither a folder of reviews nor a .csv file"));
   }
-  if (report.skipped > 0) {
-    std::cerr << "zoo: warning: skipped " << report.skipped << " bad review" << (report.skipped == 1 ? "" : "s")
-              << " (data.strict=true makes this an error):\n";
-    for (const auto& m : report.messages) std::cerr << "  " << m << "\n";
-  }
+  warn_skipped(report, "review");
   if (data_.max_reviews > 0 && static_cast<int64_t>(texts.size()) > data_.max_reviews)
     texts.resize(static_cast<size_t>(data_.max_reviews));
   if (texts.empty()) throw Error(cat(path, ": no reviews"));

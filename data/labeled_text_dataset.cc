@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <iostream>
 #include <numeric>
 #include <random>
 
@@ -33,11 +32,7 @@ std::vector<LabeledText> LabeledTextDataset::read(const std::string& split) cons
   } else {
     throw Error(cat(path, ": neither a folder of texts nor a .csv file"));
   }
-  if (report.skipped > 0) {
-    std::cerr << "zoo: warning: skipped " << report.skipped << " bad text" << (report.skipped == 1 ? "" : "s")
-              << " (data.strict=true makes this an error):\n";
-    for (const auto& m : report.messages) std::cerr << "  " << m << "\n";
-  }
+  warn_skipped(report, "text");
   return texts;
 }
 

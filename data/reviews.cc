@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "core/error.h"
@@ -272,6 +273,13 @@ std::vector<LabeledText> read_text_csv(const std::string& path, const std::strin
   }
   report.read += static_cast<int64_t>(out.size());
   return out;
+}
+
+void warn_skipped(const TextReadReport& report, const std::string& noun) {
+  if (report.skipped == 0) return;
+  std::cerr << "zoo: warning: skipped " << report.skipped << " bad " << noun << (report.skipped == 1 ? "" : "s")
+            << " (data.strict=true makes this an error):\n";
+  for (const auto& m : report.messages) std::cerr << "  " << m << "\n";
 }
 
 }  // namespace zoo::data

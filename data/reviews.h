@@ -38,6 +38,10 @@ struct TextReadReport {
   std::vector<std::string> messages;  // the first few reasons, "file:row: why"
 };
 
+/// When texts were skipped: "zoo: warning: skipped N bad <noun>s (data.strict=true makes this
+/// an error):" and the reasons, on stderr.
+void warn_skipped(const TextReadReport& report, const std::string& noun);
+
 /// The texts of ROOT/<label>/*.txt for every label folder in `labels` (in that order; files
 /// sorted by name within each), e.g. read_text_folders("aclImdb/train", {"neg", "pos"}).
 std::vector<LabeledText> read_text_folders(const std::string& root, const std::vector<std::string>& labels,
