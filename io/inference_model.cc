@@ -26,4 +26,16 @@ std::shared_ptr<torch::nn::Module> load_inference_model(const std::string& dir, 
   return model;
 }
 
+InferenceSource open_inference_source(const std::string& given, const std::string& task, const std::string& command) {
+  InferenceSource source{model_dir(given), json()};
+  source.config = load_checkpoint_config(source.dir);
+  const std::string type = source.config.at("model").value("model_type", std::string());
+  std::string has = source.config.value("task", std::string());
+  if (has.empty() && !type.empty()) has = models::model_entry(type).default_task;
+  if (has != task)
+    throw Error(cat(given, ": a model for '", has, "' (model_type '", type, "'); ", command, " needs one for '", task,
+                    "'"));
+  return source;
+}
+
 }  // namespace zoo

@@ -24,4 +24,15 @@ void check_inference_memory(const json& config, const std::string& dir);
 std::shared_ptr<torch::nn::Module> load_inference_model(const std::string& dir, const json& config,
                                                         const torch::Device& device);
 
+/// What a predictor opens: the model directory of `given` (as model_dir() finds it) and its
+/// config (load_checkpoint_config()).
+struct InferenceSource {
+  std::string dir;
+  json config;
+};
+/// The source of `given`, whose task (or, when the config names none, its model type's
+/// default task) must be `task`; else a zoo::Error naming `given`, the task and model type it
+/// has, and what `command` ("zoo translate") needs.
+InferenceSource open_inference_source(const std::string& given, const std::string& task, const std::string& command);
+
 }  // namespace zoo

@@ -18,13 +18,8 @@ torch::Tensor ImageClassifier::probabilities(const torch::Tensor& images) {
 }
 
 std::unique_ptr<ImageClassifier> load_image_classifier(const std::string& given, const torch::Device& device) {
-  const std::string dir = model_dir(given);
-  const json config = load_checkpoint_config(dir);
-  const std::string task = config.value("task", std::string());
+  const auto [dir, config] = open_inference_source(given, "image_classification", "zoo classify on images");
   const std::string type = config.at("model").value("model_type", std::string());
-  if (task != "image_classification" && !(task.empty() && type == "vit"))
-    throw Error(cat(given, ": not an image classification model (task '", task,
-                    "'); zoo classify needs one (e.g. vit)"));
   auto data = read_options<data::ImageDataOptions>(config.value("data", json::object()), "data");
   models::ViTForImageClassification model(
       std::dynamic_pointer_cast<models::ViTForImageClassificationImpl>(load_inference_model(dir, config, device)));

@@ -25,11 +25,7 @@ torch::Tensor TextClassifier::probabilities(const std::vector<std::string>& text
 }
 
 std::unique_ptr<TextClassifier> load_text_classifier(const std::string& given, const torch::Device& device) {
-  const std::string dir = model_dir(given);
-  const json config = load_checkpoint_config(dir);
-  const std::string task = config.value("task", std::string());
-  if (task != "text_classification")
-    throw Error(cat(given, ": not a text classification model (task '", task, "'); zoo classify on texts needs one"));
+  const auto [dir, config] = open_inference_source(given, "text_classification", "zoo classify on texts");
   const auto data = read_options<data::TextClassificationDataOptions>(config.value("data", json::object()), "data");
   models::BertForSequenceClassification model(std::dynamic_pointer_cast<models::BertForSequenceClassificationImpl>(
       load_inference_model(dir, config, device)));  // the vocabulary's fingerprint checked too

@@ -60,11 +60,7 @@ std::unique_ptr<data::Tokenizer> checked_tokenizer(const std::string& dir, const
 }  // namespace
 
 std::unique_ptr<TextGenerator> load_text_generator(const std::string& given, const torch::Device& device) {
-  const std::string dir = model_dir(given);
-  const json config = load_checkpoint_config(dir);
-  const std::string task = config.value("task", std::string());
-  if (task != "language_modeling")
-    throw Error(cat(given, ": not a language model (task '", task, "'); zoo generate needs a language-modeling checkpoint"));
+  const auto [dir, config] = open_inference_source(given, "language_modeling", "zoo generate");
   const std::string source = (std::filesystem::path(dir) / "config.json").string();
   const std::string type = config.at("model").value("model_type", "");
   models::GPT2LMHeadModel model(

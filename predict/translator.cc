@@ -56,13 +56,8 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& s
 }
 
 std::unique_ptr<Translator> load_translator(const std::string& given, const torch::Device& device, bool truncate) {
-  const std::string dir = model_dir(given);
-  json config = load_checkpoint_config(dir);
-  const std::string task = config.value("task", std::string());
+  auto [dir, config] = open_inference_source(given, "translation", "zoo translate");
   const json& section = config.at("model");
-  if (task != "translation")
-    throw Error(cat(given, ": not a translation model (model_type '", section.value("model_type", ""), "', task '", task,
-                    "'); zoo translate needs a translation checkpoint"));
   if (truncate) config["data"]["truncate_source"] = true;
   data::TranslationText text(read_options<data::TranslationDataOptions>(config.value("data", json::object()), "data"));
   auto module = load_inference_model(dir, config, device);  // the assets' fingerprints checked too

@@ -267,6 +267,15 @@ TEST(TextClassification, EmptyLabelFolderNoValidationAndShuffledVocabularyAreRef
   EXPECT_FALSE(fs::exists(dir / "novalid/metrics.jsonl")) << "refused before training";
 
   const std::string ckpt = run + "/checkpoint-2";
+  // Every predictor opens a directory alike and names what it found and what it needs.
+  for (const auto& [command, need] : std::vector<std::pair<std::string, std::string>>{
+           {"translate", "zoo translate needs one for 'translation'"},
+           {"generate", "zoo generate needs one for 'language_modeling'"}}) {
+    r = test::run(std::string(ZOO_BINARY) + " " + command + " --checkpoint " + ckpt + " < /dev/null");
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_NE(r.output.find(ckpt + ": a model for 'text_classification' (model_type 'bert'); " + need), std::string::npos)
+        << command << ": " << r.output;
+  }
   auto tokens = test::read_file(ckpt + "/vocab.txt");
   auto lines = test::lines_of(tokens);
   std::swap(lines[6], lines[7]);  // two words trade ids; the size stays
