@@ -158,6 +158,9 @@ class TranslationText {
   /// Preprocessed English without <start>/<end>: what BLEU compares against.
   static std::string reference_text(const std::string& english);
 
+  /// The sides' tokenizers.
+  const SideTokenizer& source() const { return source_; }
+  const SideTokenizer& target() const { return target_; }
   const Vocab& source_vocab() const { return source_.vocab(); }
   const Vocab& target_vocab() const { return target_.vocab(); }
   int64_t bos_id() const { return bos_id_; }

@@ -538,6 +538,27 @@ TEST_F(TranslationCli, MismatchedOrMissingVocabularyIsAClearError) {
   EXPECT_NE(r.output.find(copy + "/source_vocab.json: missing"), std::string::npos) << r.output;
 }
 
+// Each side of a translation checkpoint is a tokenizer zoo tokenizer reads (--side): the ids
+// the task trains on, and back the text BLEU compares.
+TEST_F(TranslationCli, EachSideIsATokenizerTheCliReads) {
+  auto task = load_task(checkpoint_, {}, torch::Device(torch::kCPU));
+  const auto& text = dynamic_cast<TranslationTask&>(*task).text();
+  auto r = run_zoo("tokenizer encode --tokenizer " + checkpoint_ + " --side target \"Three red cats.\"");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string expected;
+  for (int64_t id : text.target_ids("Three red cats.")) expected += (expected.empty() ? "" : " ") + std::to_string(id);
+  const std::string ids = test::lines_of(r.output).back();
+  EXPECT_EQ(ids, expected);
+  r = run_zoo("tokenizer decode --tokenizer " + checkpoint_ + " --side target " + ids);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(test::lines_of(r.output).back(), "three red cats .");
+  r = run_zoo("tokenizer encode --tokenizer " + checkpoint_ + " --side source 三只红猫。");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expected.clear();
+  for (int64_t id : text.source_ids("三只红猫。")) expected += (expected.empty() ? "" : " ") + std::to_string(id);
+  EXPECT_EQ(test::lines_of(r.output).back(), expected);
+}
+
 TEST_F(TranslationCli, BadDataIsRejectedWithOneLine) {
   test::write_file(*dir_ / "empty.txt", "");
   auto r = run_zoo("train --config " + config_ + " --set data.path=" + (*dir_ / "empty.txt") +

@@ -1,11 +1,15 @@
 // zoo tokenizer train --input FILE... --model-type char|bpe|unigram|word|wordpiece [--vocab-size N] --out DIR
-// zoo tokenizer encode --tokenizer DIR [TEXT]     ids (space-separated) of TEXT, or of each stdin line
-// zoo tokenizer decode --tokenizer DIR ID...      the text of the ids
+// zoo tokenizer encode --tokenizer DIR [--side source|target] [TEXT]
+//                                                 ids (space-separated) of TEXT, or of each stdin line
+// zoo tokenizer decode --tokenizer DIR [--side source|target] ID...   the text of the ids
 #include <filesystem>
 #include <iostream>
 
 #include "core/error.h"
 #include "data/tokenizer.h"
+#include "data/translation_text.h"
+#include "io/inference_model.h"
+#include "models/entry_helpers.h"
 #include "tools/commands.h"
 
 namespace fs = std::filesystem;
@@ -19,6 +23,7 @@ struct TokenizerArgs {
   int64_t vocab_size = 8000;
   std::string out;
   std::string tokenizer;
+  std::string side;  // a translation checkpoint's "source" or "target" tokenizer
   std::string text;
   std::vector<int64_t> ids;
 };
@@ -37,13 +42,25 @@ int run_train(const TokenizerArgs& a) {
   return 0;
 }
 
+// The tokenizer of a directory, or with --side one side of a translation checkpoint (both
+// live in one directory), loaded and checked as zoo translate loads them.
+std::unique_ptr<data::Tokenizer> open_tokenizer(const TokenizerArgs& a) {
+  if (a.side.empty()) return data::load_tokenizer(a.tokenizer);
+  const auto [dir, config] = open_inference_source(a.tokenizer, "translation", "zoo tokenizer --side");
+  data::TranslationText text(read_options<data::TranslationDataOptions>(config.value("data", json::object()), "data"));
+  const json& section = config.at("model");
+  text.load(dir, models::entry::section_int(section, "source_vocab_size", 0),
+            models::entry::section_int(section, "target_vocab_size", 0));
+  return std::make_unique<data::SideTokenizer>(a.side == "source" ? text.source() : text.target());
+}
+
 void print_ids(const std::vector<int64_t>& ids) {
   for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
   std::cout << "\n";
 }
 
 int run_encode(const TokenizerArgs& a) {
-  auto tok = data::load_tokenizer(a.tokenizer);
+  auto tok = open_tokenizer(a);
   if (!a.text.empty()) {
     print_ids(tok->encode(a.text));
   } else {
@@ -76,13 +93,17 @@ void setup_tokenizer(CLI::App& app, int* exit_code) {
   train->callback([a, exit_code] { *exit_code = run_train(*a); });
   auto* encode = cmd->add_subcommand("encode", "Print the ids of TEXT (or of each line of stdin)");
   encode->add_option("--tokenizer", a->tokenizer, "tokenizer or checkpoint directory")->required();
+  encode->add_option("--side", a->side, "a translation checkpoint's source or target tokenizer")
+      ->check(CLI::IsMember({"source", "target"}));
   encode->add_option("text", a->text, "text to encode (default: stdin, line by line)");
   encode->callback([a, exit_code] { *exit_code = run_encode(*a); });
   auto* decode = cmd->add_subcommand("decode", "Print the text of the ids");
   decode->add_option("--tokenizer", a->tokenizer, "tokenizer or checkpoint directory")->required();
+  decode->add_option("--side", a->side, "a translation checkpoint's source or target tokenizer")
+      ->check(CLI::IsMember({"source", "target"}));
   decode->add_option("ids", a->ids, "ids")->required();
   decode->callback([a, exit_code] {
-    std::cout << data::load_tokenizer(a->tokenizer)->decode(a->ids) << std::endl;
+    std::cout << open_tokenizer(*a)->decode(a->ids) << std::endl;
     *exit_code = 0;
   });
 }
