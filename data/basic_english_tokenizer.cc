@@ -15,8 +15,7 @@ namespace zoo::data {
 BasicEnglishTokenizer::BasicEnglishTokenizer(std::vector<std::string> tokens) : vocab_(std::move(tokens)) {}
 
 std::unique_ptr<BasicEnglishTokenizer> BasicEnglishTokenizer::load(const std::string& where) {
-  std::error_code ec;
-  const std::string path = fs::is_directory(where, ec) ? (fs::path(where) / "vocab.txt").string() : where;
+  const std::string path = WordPiece::vocab_file(where);
   auto tokens = WordPiece::read_tokens(path);  // its errors name the file
   try {
     return std::make_unique<BasicEnglishTokenizer>(std::move(tokens));

@@ -1,29 +1,17 @@
 #include "data/classification_text.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "data/basic_english_tokenizer.h"
 #include "data/wordpiece_tokenizer.h"
 
-namespace fs = std::filesystem;
-
 namespace zoo::data {
-
-namespace {
-// WordPiece from a vocab.txt, or from a directory as Hugging Face's BertTokenizer reads it.
-std::unique_ptr<Tokenizer> load_wordpiece(const std::string& where, const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(where, ec) && fs::exists(path)) return WordPieceTokenizer::load(where);
-  return std::make_unique<WordPieceTokenizer>(WordPiece::load(path));
-}
-}  // namespace
 
 ClassificationTextEncoder::ClassificationTextEncoder(const std::string& where, const TextClassificationDataOptions& data)
     : max_length_(data.max_length), head_tail_(data.truncation == "head_tail") {
-  std::error_code ec;
-  path_ = fs::is_directory(where, ec) ? (fs::path(where) / kVocabFile).string() : where;
-  tokenizer_ = data.tokenizer == "wordpiece" ? load_wordpiece(where, path_) : BasicEnglishTokenizer::load(path_);
+  const bool wordpiece = data.tokenizer == "wordpiece";
+  path_ = wordpiece ? WordPieceTokenizer::file(where) : WordPiece::vocab_file(where);
+  tokenizer_ = wordpiece ? std::unique_ptr<Tokenizer>(WordPieceTokenizer::load(where)) : BasicEnglishTokenizer::load(where);
   for (auto [token, id] : {std::pair{"[CLS]", &cls_}, {"[SEP]", &sep_}, {"[PAD]", &pad_}}) {
     *id = tokenizer_->token_id(token);
     if (*id < 0) throw Error(cat(path_, ": the vocabulary has no ", token, " token"));

@@ -73,8 +73,6 @@ struct TextClassificationDataOptions {
 
 class ClassificationTextEncoder {
  public:
-  /// The vocabulary file a checkpoint or pretrained directory holds.
-  static constexpr const char* kVocabFile = "vocab.txt";
   /// The vocab.txt at `where` (the file, or a directory holding one; a directory's
   /// tokenizer_config.json says whether WordPiece lower-cases), which must have [CLS], [SEP],
   /// [PAD] and [UNK], and whose fingerprint must be data.tokenizer_fingerprint when that is

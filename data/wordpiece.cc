@@ -1,4 +1,6 @@
 #include "data/wordpiece.h"
+
+#include <filesystem>
 #include "core/output_file.h"
 
 #include <fstream>
@@ -55,6 +57,11 @@ WordPiece::WordPiece(std::vector<std::string> tokens, bool lower_case)
   auto it = ids_.find("[UNK]");
   if (it == ids_.end()) throw Error("WordPiece vocabulary: no [UNK] token");
   unk_ = it->second;
+}
+
+std::string WordPiece::vocab_file(const std::string& where) {
+  std::error_code ec;
+  return std::filesystem::is_directory(where, ec) ? (std::filesystem::path(where) / "vocab.txt").string() : where;
 }
 
 WordPiece WordPiece::load(const std::string& path, bool lower_case) {

@@ -18,6 +18,8 @@ class WordPiece {
   static constexpr size_t kMaxWordChars = 100;
   /// From tokens in id order; throws zoo::Error when [UNK] is missing or a token repeats.
   WordPiece(std::vector<std::string> tokens, bool lower_case = true);
+  /// `where` itself, or where/vocab.txt when `where` is a directory.
+  static std::string vocab_file(const std::string& where);
   /// vocab.txt; errors name the file and line.
   static WordPiece load(const std::string& path, bool lower_case = true);
   /// The tokens of a vocab.txt in id order, unchecked (load() checks them); errors name the

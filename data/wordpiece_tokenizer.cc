@@ -34,12 +34,18 @@ std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::from_tokenizer_json(cons
   }
 }
 
-std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::load(const std::string& dir) {
-  if (!fs::exists(fs::path(dir) / "vocab.txt") && fs::exists(fs::path(dir) / "tokenizer.json"))
-    return from_tokenizer_json(read_tokenizer_json((fs::path(dir) / "tokenizer.json").string()),
-                               (fs::path(dir) / "tokenizer.json").string());
+std::string WordPieceTokenizer::file(const std::string& where) {
+  const std::string vocab = WordPiece::vocab_file(where);
+  if (vocab == where || fs::exists(vocab) || !fs::exists(fs::path(where) / "tokenizer.json")) return vocab;
+  return (fs::path(where) / "tokenizer.json").string();
+}
+
+std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::load(const std::string& where) {
+  const std::string path = file(where);
+  if (path == where) return std::make_unique<WordPieceTokenizer>(WordPiece::load(path));
+  if (fs::path(path).filename() == "tokenizer.json") return from_tokenizer_json(read_tokenizer_json(path), path);
   bool lower_case = true;
-  const fs::path config = fs::path(dir) / "tokenizer_config.json";
+  const fs::path config = fs::path(where) / "tokenizer_config.json";
   if (std::ifstream in(config); in) {
     try {
       lower_case = nlohmann::json::parse(in).value("do_lower_case", true);
@@ -47,7 +53,7 @@ std::unique_ptr<WordPieceTokenizer> WordPieceTokenizer::load(const std::string& 
       throw Error(cat(config.string(), ": malformed JSON (", e.what(), ")"));
     }
   }
-  return std::make_unique<WordPieceTokenizer>(WordPiece::load((fs::path(dir) / "vocab.txt").string(), lower_case));
+  return std::make_unique<WordPieceTokenizer>(WordPiece::load(path, lower_case));
 }
 
 std::vector<int64_t> WordPieceTokenizer::encode(std::string_view text) const {

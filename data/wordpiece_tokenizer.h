@@ -17,10 +17,13 @@ namespace zoo::data {
 class WordPieceTokenizer : public Tokenizer {
  public:
   explicit WordPieceTokenizer(WordPiece wordpiece) : wordpiece_(std::move(wordpiece)) {}
-  /// DIR/vocab.txt; tokenizer_config.json's do_lower_case when present (else uncased). Without
-  /// vocab.txt, Hugging Face's DIR/tokenizer.json of a WordPiece model (its vocab by id, its
-  /// BertNormalizer's lowercase).
-  static std::unique_ptr<WordPieceTokenizer> load(const std::string& dir);
+  /// `where`: a vocab.txt (lower-casing), or a directory: DIR/vocab.txt, lower-casing as
+  /// DIR/tokenizer_config.json's do_lower_case says (else uncased); without vocab.txt, Hugging
+  /// Face's DIR/tokenizer.json of a WordPiece model (its vocab by id, its BertNormalizer's
+  /// lowercase).
+  static std::unique_ptr<WordPieceTokenizer> load(const std::string& where);
+  /// The file load(where) reads the vocabulary from, for messages.
+  static std::string file(const std::string& where);
   /// A parsed tokenizer.json of a WordPiece model (vocab by id, the normalizer's lowercase),
   /// errors naming `path`.
   static std::unique_ptr<WordPieceTokenizer> from_tokenizer_json(const nlohmann::json& j, const std::string& path);

@@ -260,6 +260,11 @@ TEST(TextClassification, EmptyLabelFolderNoValidationAndShuffledVocabularyAreRef
   EXPECT_NE(answers[0].substr(answers[0].find('\t')), answers[1].substr(answers[1].find('\t')))
       << "a model that reads its input";
   EXPECT_EQ(from_export.output, from_checkpoint.output);
+  // A Hugging Face directory that has tokenizer.json alone (no vocab.txt) reads the same WordPiece.
+  fs::copy(dir / "wpx", dir / "wpj", fs::copy_options::recursive);
+  fs::remove(dir / "wpj/vocab.txt");
+  const auto from_tokenizer_json = classify(dir / "wpj");
+  EXPECT_EQ(from_tokenizer_json.output, from_checkpoint.output);
 
   r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "novalid") + " --set data.valid_size=0");
   EXPECT_EQ(r.exit_code, 1) << r.output;

@@ -15,7 +15,6 @@ namespace zoo {
 
 namespace {
 namespace F = torch::nn::functional;
-constexpr const char* kVocabFile = "vocab.txt";
 constexpr int64_t kIgnore = data::BertItems::kIgnore;
 
 std::unique_ptr<data::BasicEnglishTokenizer> read_vocab(const std::string& path, const std::string& fingerprint) {
@@ -40,12 +39,11 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
     tokenizer_ = std::make_unique<data::BasicEnglishTokenizer>(items_->examples().vocab.tokens());
     config_["data"]["sentence_length"] = data_.sentence_length = items_->examples().sentence_length;
   } else {
-    tokenizer_ = read_vocab((fs::path(checkpoint_dir) / kVocabFile).string(), data_.tokenizer_fingerprint);
+    tokenizer_ = read_vocab(data::WordPiece::vocab_file(checkpoint_dir), data_.tokenizer_fingerprint);
   }
   config_["data"]["tokenizer_fingerprint"] = data_.tokenizer_fingerprint = tokenizer_->fingerprint();
   DataFacts facts;
-  facts.origin = checkpoint_dir.empty() ? std::string("the reviews' vocabulary")
-                                        : (fs::path(checkpoint_dir) / kVocabFile).string();
+  facts.origin = checkpoint_dir.empty() ? std::string("the reviews' vocabulary") : data::WordPiece::vocab_file(checkpoint_dir);
   if (!checkpoint_dir.empty()) facts.mismatch_hint = "this vocabulary does not belong to this checkpoint";
   facts.vocab_size = tokenizer_->vocab_size();
   model = models::complete_model_section(model, facts);
