@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <numeric>
 #include <random>
 
 #include "core/paths.h"
@@ -102,15 +101,9 @@ std::vector<std::vector<int64_t>> LabeledTextDataset::eval_plan(const std::strin
   // nothing but the padding.
   auto n = static_cast<int64_t>(eval_examples_->size());
   if (data_.max_eval_samples > 0) n = std::min(n, data_.max_eval_samples);
-  const auto& examples = *eval_examples_;
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return examples[a].ids.size() > examples[b].ids.size();
-  });
-  std::vector<std::vector<int64_t>> plan;
-  for (int64_t s = 0; s < n; s += batch_size) plan.emplace_back(order.begin() + s, order.begin() + std::min(n, s + batch_size));
-  return plan;
+  std::vector<int64_t> minus_lengths(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) minus_lengths[i] = -static_cast<int64_t>((*eval_examples_)[i].ids.size());
+  return bucket_batches(minus_lengths, batch_size, 0, /*shuffle=*/false);
 }
 
 }  // namespace zoo::data
