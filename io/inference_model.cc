@@ -1,5 +1,6 @@
 #include "io/inference_model.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "io/adapters.h"
@@ -26,15 +27,33 @@ std::shared_ptr<torch::nn::Module> load_inference_model(const std::string& dir, 
   return model;
 }
 
-InferenceSource open_inference_source(const std::string& given, const std::string& task, const std::string& command) {
+std::string InferenceSource::task() const {
+  const std::string named = config.value("task", std::string());
+  if (!named.empty()) return named;
+  const std::string type = config.at("model").value("model_type", std::string());
+  return type.empty() ? std::string() : models::model_entry(type).default_task;
+}
+
+InferenceSource open_inference_source(const std::string& given) {
   InferenceSource source{model_dir(given), json()};
   source.config = load_checkpoint_config(source.dir);
-  const std::string type = source.config.at("model").value("model_type", std::string());
-  std::string has = source.config.value("task", std::string());
-  if (has.empty() && !type.empty()) has = models::model_entry(type).default_task;
-  if (has != task)
-    throw Error(cat(given, ": a model for '", has, "' (model_type '", type, "'); ", command, " needs one for '", task,
-                    "'"));
+  return source;
+}
+
+void require_task(const InferenceSource& source, const std::string& given, const std::vector<std::string>& tasks,
+                  const std::string& command) {
+  const std::string has = source.task();
+  if (std::find(tasks.begin(), tasks.end(), has) != tasks.end()) return;
+  std::string wanted;
+  for (const auto& t : tasks) wanted += cat(wanted.empty() ? "" : " or ", "'", t, "'");
+  throw Error(cat(given, ": a model for '", has, "' (model_type '",
+                  source.config.at("model").value("model_type", std::string()), "'); ", command, " needs one for ",
+                  wanted));
+}
+
+InferenceSource open_inference_source(const std::string& given, const std::string& task, const std::string& command) {
+  auto source = open_inference_source(given);
+  require_task(source, given, {task}, command);
   return source;
 }
 

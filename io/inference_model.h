@@ -5,6 +5,7 @@
 // built through the registry and its weights are loaded strictly.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -29,10 +30,16 @@ std::shared_ptr<torch::nn::Module> load_inference_model(const std::string& dir, 
 struct InferenceSource {
   std::string dir;
   json config;
+  /// The config's task, or, when it names none, its model type's default task.
+  std::string task() const;
 };
-/// The source of `given`, whose task (or, when the config names none, its model type's
-/// default task) must be `task`; else a zoo::Error naming `given`, the task and model type it
-/// has, and what `command` ("zoo translate") needs.
+/// The source of `given`, for any task.
+InferenceSource open_inference_source(const std::string& given);
+/// Throws unless the source's task is one of `tasks`: a zoo::Error naming `given`, the task
+/// and model type it has, and what `command` ("zoo translate") needs.
+void require_task(const InferenceSource& source, const std::string& given, const std::vector<std::string>& tasks,
+                  const std::string& command);
+/// The source of `given`, whose task must be `task` (require_task()).
 InferenceSource open_inference_source(const std::string& given, const std::string& task, const std::string& command);
 
 }  // namespace zoo

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "data/image_options.h"
+#include "io/inference_model.h"
 #include "models/vit.h"
 
 namespace zoo {
@@ -34,5 +35,7 @@ class ImageClassifier {
 /// Face ViT directory, whose preprocessor_config.json gives the normalisation) on `device`.
 /// Errors name the directory and what it holds instead.
 std::unique_ptr<ImageClassifier> load_image_classifier(const std::string& dir, const torch::Device& device);
+/// The same from a directory already opened (its task must be image_classification).
+std::unique_ptr<ImageClassifier> load_image_classifier(const InferenceSource& opened, const torch::Device& device);
 
 }  // namespace zoo

@@ -25,7 +25,12 @@ torch::Tensor TextClassifier::probabilities(const std::vector<std::string>& text
 }
 
 std::unique_ptr<TextClassifier> load_text_classifier(const std::string& given, const torch::Device& device) {
-  const auto [dir, config] = open_inference_source(given, "text_classification", "zoo classify on texts");
+  return load_text_classifier(open_inference_source(given, "text_classification", "zoo classify on texts"), device);
+}
+
+std::unique_ptr<TextClassifier> load_text_classifier(const InferenceSource& opened, const torch::Device& device) {
+  require_task(opened, opened.dir, {"text_classification"}, "zoo classify on texts");
+  const auto& [dir, config] = opened;
   const auto data = read_options<data::TextClassificationDataOptions>(config.value("data", json::object()), "data");
   models::BertForSequenceClassification model(std::dynamic_pointer_cast<models::BertForSequenceClassificationImpl>(
       load_inference_model(dir, config, device)));  // the vocabulary's fingerprint checked too

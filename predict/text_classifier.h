@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "data/classification_text.h"
+#include "io/inference_model.h"
 #include "models/bert.h"
 
 namespace zoo {
@@ -31,5 +32,7 @@ class TextClassifier {
 /// The text classifier of `dir` (a zoo checkpoint of task text_classification) on `device`.
 /// Errors name the directory and what it holds instead.
 std::unique_ptr<TextClassifier> load_text_classifier(const std::string& dir, const torch::Device& device);
+/// The same from a directory already opened (its task must be text_classification).
+std::unique_ptr<TextClassifier> load_text_classifier(const InferenceSource& opened, const torch::Device& device);
 
 }  // namespace zoo

@@ -102,6 +102,16 @@ TEST_F(TrainedLanguageModel, ATokenizerThatIsNotTheCheckpointsIsRefused) {
   EXPECT_NE(r.output.find("is not the one the model was trained with"), std::string::npos) << r.output;
 }
 
+TEST_F(TrainedLanguageModel, ClassifySaysWhichTasksItNeeds) {
+  // Texts on stdin, no files: the task decides between text and images, and neither fits.
+  auto r = test::run(std::string(ZOO_BINARY) + " classify --checkpoint " + *checkpoint_ + " < /dev/null");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(*checkpoint_ + ": a model for 'language_modeling'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; zoo classify needs one for 'text_classification' or 'image_classification'"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(LanguageModeling, EmptyAndNonUtf8TextAreErrorsNamingTheFile) {
   test::TempDir dir;
   test::write_file(dir / "ok.txt", corpus());

@@ -9,7 +9,7 @@
 #include "data/image_file.h"
 #include "data/text.h"
 #include "tools/commands.h"
-#include "io/checkpoint.h"
+#include "io/inference_model.h"
 #include "predict/image_classifier.h"
 #include "predict/text_classifier.h"
 #include "train/device.h"
@@ -80,10 +80,11 @@ int classify_texts(TextClassifier& classifier, const ClassifyArgs& a) {
 int run_classify(const ClassifyArgs& a) {
   checked_checkpoint_dir(a.checkpoint);
   const torch::Device device = resolve_device(a.device);
-  if (load_checkpoint_config(a.checkpoint).value("task", std::string()) == "text_classification")
-    return classify_texts(*load_text_classifier(a.checkpoint, device), a);
+  const auto source = open_inference_source(a.checkpoint);
+  require_task(source, a.checkpoint, {"text_classification", "image_classification"}, "zoo classify");
+  if (source.task() == "text_classification") return classify_texts(*load_text_classifier(source, device), a);
   if (a.files.empty()) throw Error("zoo classify: give the image files to classify");
-  const auto classifier = load_image_classifier(a.checkpoint, device);
+  const auto classifier = load_image_classifier(source, device);
   const int64_t channels = classifier->image_channels(), size = classifier->image_size();
   // Decode everything first: a bad file fails before any model work.
   std::vector<torch::Tensor> decoded;
