@@ -1,62 +1,11 @@
 #include "train/tasks/language_modeling.h"
 
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
-#include <iostream>
 
-#include "core/hash.h"
-#include "core/input_file.h"
 #include "core/paths.h"
 #include "models/registry.h"
 
-namespace fs = std::filesystem;
-
 namespace zoo {
-
-namespace {
-
-std::vector<std::string> resolved_files(const std::vector<std::string>& files) {
-  std::vector<std::string> out;
-  for (const auto& f : files) {
-    out.push_back(existing_data_path(f, "data.files"));
-    check_input_file(out.back(), "data.files");  // a regular file: not /dev/zero, a FIFO or a folder
-  }
-  return out;
-}
-
-// Whether zoo may write a derived file at `path`: inside the run's output directory (training
-// only: `output_dir` is "" for zoo eval and the other commands) or zoo's cache folder.
-bool may_write(const std::string& path, const std::string& output_dir) {
-  if (!output_dir.empty() && path_inside(path, output_dir)) return true;
-  try {
-    return path_inside(path, cache_home());
-  } catch (const Error&) {
-    return false;
-  }
-}
-
-// The cache's stream for these sources and tokenizer: one file per (files, meta), so runs
-// and commands that need the same stream share it.
-std::string cached_stream_path(const std::vector<std::string>& files, const json& meta) {
-  const uint64_t h = fnv1a(json{{"files", files}, {"meta", meta}}.dump());
-  char name[32];
-  std::snprintf(name, sizeof name, "%016llx.bin", static_cast<unsigned long long>(h));
-  return (fs::path(cache_home()) / "token-streams" / name).string();
-}
-
-// Progress of a long tokenisation on stderr, every 5%.
-std::function<void(int64_t, int64_t)> tokenizing_progress(const std::string& path) {
-  auto last = std::make_shared<int64_t>(-1);
-  return [path, last](int64_t done, int64_t total) {
-    const int64_t pct = total > 0 ? done * 100 / total : 100;
-    if (total < (64 << 20) || pct / 5 == *last / 5) return;
-    *last = pct;
-    std::cerr << "zoo: tokenising into " << path << ": " << pct << "%" << std::endl;
-  };
-}
-
-}  // namespace
 
 LanguageModelingTask::LanguageModelingTask(const json& config, const TaskContext& context,
                                            const std::string& checkpoint_dir) {
@@ -85,7 +34,7 @@ void LanguageModelingTask::load_or_build_tokenizer(const std::string& checkpoint
     source = "data.files";
     data::TokenizerTrainOptions options;
     options.model_type = "char";
-    tokenizer_ = data::train_tokenizer(resolved_files(data_.files), options);
+    tokenizer_ = data::train_tokenizer(data::resolved_text_files(data_.files, "data.files"), options);
   } else {
     source = existing_data_path(data_.tokenizer, "data.tokenizer");
     tokenizer_ = data::load_tokenizer(source);
@@ -98,54 +47,16 @@ int64_t LanguageModelingTask::block_size() const {
   return data_.block_size > 0 ? data_.block_size : config_.at("model").at("n_positions").get<int64_t>();
 }
 
-std::string LanguageModelingTask::stream_path(const std::string& output_dir) const {
-  if (!data_.stream.empty()) return resolve_data_path(data_.stream);
-  if (!output_dir.empty()) return (fs::absolute(output_dir) / "tokens.bin").string();
-  throw Error("config: data.stream is empty: give the token stream file (zoo train writes OUTPUT_DIR/tokens.bin)");
-}
-
-// With data.files, the stream is built where it is missing or out of date, but only inside the
-// run's output directory or zoo's cache: a config (which may come with a downloaded checkpoint)
-// never makes zoo write elsewhere. Otherwise it goes to the cache, named by its sources.
 void LanguageModelingTask::open_stream(const std::string& output_dir) {
-  const json meta = {{"tokenizer", data_.tokenizer_fingerprint}};
-  int width = data::token_width(tokenizer_->vocab_size());
-  std::string path;
-  if (!data_.files.empty()) {
-    const auto files = resolved_files(data_.files);
-    path = data_.stream.empty() && output_dir.empty() ? cached_stream_path(files, meta) : stream_path(output_dir);
-    json sidecar = data::current_stream_sidecar(path, files, meta);
-    if (sidecar.is_null() && !may_write(path, output_dir)) {
-      const std::string cached = cached_stream_path(files, meta);
-      std::cerr << "zoo: " << path << " is not a current token stream of data.files, and zoo writes derived files "
-                << "only in the run's output directory or its cache; using " << cached << std::endl;
-      path = cached;
-      sidecar = data::current_stream_sidecar(path, files, meta);
-    }
-    if (sidecar.is_null() && !context().primary)
-      throw Error(cat(path, ": rank 0 of this data-parallel run did not leave a current token stream here; the "
-                      "processes need a shared output directory (or give every machine data.stream)"));
-    if (sidecar.is_null()) {
-      std::cerr << "zoo: tokenising " << files.size() << " file(s) into " << path << std::endl;
-      const auto& tok = *tokenizer_;
-      const int64_t n = data::write_token_stream(
-          files, path, [&tok](std::string_view text) { return tok.encode(text); }, tok.vocab_size(), meta,
-          tokenizing_progress(path));
-      std::cerr << "zoo: " << n << " tokens" << std::endl;
-    }
-  } else if (path = stream_path(output_dir); !fs::exists(path)) {
-    throw Error(cat(path, ": no token stream, and data.files is empty to build one from; give data.files"));
-  } else if (fs::exists(path + ".json")) {
-    const json sidecar = read_json_file(path + ".json");
-    width = sidecar.value("bytes_per_token", width);
-    const std::string made_with = sidecar.value("meta", json::object()).value("tokenizer", "");
-    if (!made_with.empty() && made_with != data_.tokenizer_fingerprint)
-      throw Error(cat(path, ": the stream was tokenised with another tokenizer (fingerprint ", made_with,
-                      ", this one ", data_.tokenizer_fingerprint, "); delete it and give data.files to rebuild"));
-  }
-  windows_.emplace(data::TokenStream(path, width), block_size(), data_.validation_fraction, data_.max_eval_windows,
+  data::StreamRequest request;
+  if (!data_.files.empty()) request.files = data::resolved_text_files(data_.files, "data.files");
+  request.stream = data_.stream;
+  request.output_dir = output_dir;
+  request.primary = context().primary;
+  auto stream = data::open_token_stream(request, *tokenizer_);
+  config_["data"]["stream"] = stream.path();
+  windows_.emplace(std::move(stream), block_size(), data_.validation_fraction, data_.max_eval_windows,
                    model_->options().vocab_size);
-  config_["data"]["stream"] = path;
 }
 
 void LanguageModelingTask::prepare_training(const std::string& output_dir) { open_stream(output_dir); }

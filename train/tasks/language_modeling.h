@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "data/token_stream.h"
+#include "data/stream_source.h"
 #include "data/token_windows.h"
 #include "data/tokenizer.h"
 #include "models/gpt.h"
@@ -73,7 +73,6 @@ class LanguageModelingTask : public Task {
 
  private:
   void load_or_build_tokenizer(const std::string& checkpoint_dir);
-  std::string stream_path(const std::string& output_dir) const;
   void open_stream(const std::string& output_dir);
   int64_t block_size() const;
 
