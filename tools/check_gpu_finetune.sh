@@ -82,9 +82,7 @@ EOF
     h=$("$PY" tests/py/transformers_check.py gpt2-loss "$L/merged" "$L/run/tokens.bin" 0.1 2000)
     echo "zoo eval:                        $z"
     echo "transformers on the sharded export: $h"
-    awk -v a="$(echo "$z" | sed -n 's/.*"loss":\([0-9.eE+-]*\).*/\1/p')" \
-        -v b="$(echo "$h" | sed -n 's/.*"loss": \([0-9.eE+-]*\).*/\1/p')" \
-        'BEGIN {d = a - b; if (d < 0) d = -d; printf "|loss difference| %.2g\n", d; exit !(a != "" && d <= 1e-4)}'
+    same_loss_lines "$z" "$h"
 SCRIPT
     cat "$OUT_DIR/peft.txt"
   fi

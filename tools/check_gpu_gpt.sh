@@ -46,9 +46,7 @@ if want gpt-interop; then
     h=$("$PY" tests/py/transformers_check.py gpt2-loss "$1-hf" "$2/tokens.bin" 0.1 2000)
     echo "zoo eval:     $z"
     echo "transformers: $h"
-    awk -v a="$(echo "$z" | sed -n 's/.*"loss":\([0-9.eE+-]*\).*/\1/p')" \
-        -v b="$(echo "$h" | sed -n 's/.*"loss": \([0-9.eE+-]*\).*/\1/p')" \
-        'BEGIN {d = a - b; if (d < 0) d = -d; printf "|loss difference| %.2g\n", d; exit !(a != "" && d <= 1e-4)}'
+    same_loss_lines "$z" "$h"
   }
   echo "transformers $("$PY" -c 'import transformers; print(transformers.__version__)')"
 
