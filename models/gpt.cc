@@ -121,13 +121,7 @@ GPT2Decoder::GPT2Decoder(GPT2LMHeadModel model, bool use_cache) : model_(std::mo
 
 DecoderState GPT2Decoder::start(const std::vector<int64_t>& prompt) {
   if (prompt.empty()) throw Error("generation needs a prompt of at least one token");
-  const int64_t keep = std::min<int64_t>(prompt.size(), model_->options().n_positions);
-  std::vector<int64_t> window(prompt.end() - keep, prompt.end() - 1);  // all but the last: it is fed first
-  const auto device = model_->parameters().front().device();
-  DecoderState state;
-  state.set("tokens", torch::tensor(window, torch::kLong).view({1, -1}).to(device));
-  if (use_cache_ && !window.empty()) prefill(state.get("tokens"), {}, state);
-  return state;
+  return start(std::vector<std::vector<int64_t>>{prompt}, /*pad_id=*/0);  // one row: nothing padded
 }
 
 DecoderState GPT2Decoder::start(const std::vector<std::vector<int64_t>>& prompts, int64_t pad_id) {

@@ -138,9 +138,8 @@ TORCH_MODULE(GPT2LMHeadModel);
 class GPT2Decoder : public StepModel {
  public:
   explicit GPT2Decoder(GPT2LMHeadModel model, bool use_cache = true);
-  /// The state of one row holding `prompt` (at least one token) but its last token, which
-  /// the caller feeds as the first step's previous token (GenerationOptions::bos_id).
-  /// A prompt longer than the context keeps its last n_positions tokens.
+  /// The state of one row holding `prompt` (at least one token); the batch start below with
+  /// one prompt. A prompt longer than the context keeps its last n_positions tokens.
   DecoderState start(const std::vector<int64_t>& prompt);
   /// Several prompts (each at least one token) in one state, left-padded with `pad_id` to the
   /// longest and masked (GPT2ModelImpl::forward's attention_mask), so that each row decodes as
