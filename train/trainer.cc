@@ -384,21 +384,85 @@ std::string Trainer::estimate_note() const {
   }
 }
 
+std::string Trainer::plan_line() const {
+  return cat("training ", total_steps_, " steps (", steps_per_epoch_, " per epoch, batch ", o_.per_device_train_batch_size,
+             "x", o_.gradient_accumulation_steps,
+             world() > 1 ? cat("x", world(), " processes (", args_.collective->backend(), ") = ",
+                               o_.per_device_train_batch_size * o_.gradient_accumulation_steps * world())
+                         : std::string(),
+             ") on ", args_.device.str(), ", ", precision_, o_.precision == "auto" ? auto_note(args_.device) : "",
+             args_.resume_from.empty() ? std::string()
+                                       : cat(", resuming from ", args_.resume_from, " at step ", state_.step));
+}
+
+Trainer::StepOutcome Trainer::optimizer_step(BatchStream& stream) {
+  StepOutcome out;
+  if (graphed_) {
+    out.loss = graphed_step(stream, &out.examples, &out.grad_norm);
+    out.interrupted = stop_requested().load();
+    return out;
+  }
+  optimizer_->zero_grad();
+  out.loss = accumulate_gradients(stream, &out.examples);
+  if (args_.collective) args_.collective->average_gradients();
+  if (args_.hooks.after_backward) args_.hooks.after_backward(params_);
+  out.interrupted = reduce_step(&out.loss, &out.examples, stop_requested().load());
+  // fp16: the gradients back to their true size before clipping; a step with inf/NaN ones is
+  // skipped (its loss still logged), and the scale follows (train/grad_scaler.h).
+  const bool skip = scaler_ && scaler_->unscale(params_);
+  if (!skip && o_.max_grad_norm > 0) out.grad_norm = clip_grad_norm(params_, o_.max_grad_norm);
+  if (!skip) optimizer_->step();
+  if (scaler_) scaler_->update(skip);
+  return out;
+}
+
+bool Trainer::evaluate_save_or_stop(bool interrupted) {
+  const bool last = state_.step == total_steps_;
+  const bool do_eval = !interrupted && (last || (o_.eval_steps > 0 && state_.step % o_.eval_steps == 0));
+  bool do_save = last || interrupted || (o_.save_steps > 0 && state_.step % o_.save_steps == 0);
+  bool stop_early = false;
+  Metrics metrics;
+  if (do_eval) {
+    if (evaluate(&metrics)) {
+      do_save = true;  // keep-best needs the weights on disk
+      state_.best_checkpoint = (fs::path(args_.output_dir) / checkpoint_dir_name(state_.step)).string();
+    }
+    if (o_.early_stopping_patience > 0 && state_.evals_without_improvement >= o_.early_stopping_patience)
+      stop_early = do_save = true;
+  }
+  if (do_save) save(do_eval ? &metrics : nullptr);
+  if (interrupted) {
+    if (log_)
+      log_->message(cat("interrupted at step ", state_.step, "; checkpoint saved to ", result_.last_checkpoint,
+                        ". Resume with: zoo train --config ",
+                        args_.config_source.empty() ? "CONFIG" : args_.config_source, " --output-dir ",
+                        args_.output_dir, " --resume"));
+    result_.interrupted = true;
+  } else if (stop_early) {
+    if (log_)
+      log_->message(cat("early stopping at step ", state_.step, ": no improvement of ", best_metric_, " in ",
+                        o_.early_stopping_patience, " evaluations"));
+    result_.early_stopped = true;
+  }
+  return interrupted || stop_early;
+}
+
+std::string Trainer::done_line() const {
+  const MemoryPeaks peaks = memory_peaks(args_.device);
+  return cat("done: ", state_.step, " steps in ",
+             format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()),
+             "; peak memory ", std::lround(peaks.rss_mib), " MiB resident",
+             peaks.cuda_allocated_mib >= 0 ? cat(", ", std::lround(peaks.cuda_allocated_mib), " MiB CUDA allocated")
+                                           : std::string(),
+             estimate_note(), "; last checkpoint ", result_.last_checkpoint,
+             state_.best_checkpoint.empty()
+                 ? std::string()
+                 : cat("; best (", best_metric_, "=", state_.best_value, ") ", state_.best_checkpoint));
+}
+
 TrainResult Trainer::run() {
   if (writer()) log_ = std::make_unique<TrainLogger>(args_.output_dir, total_steps_, o_.report_to_tensorboard);
-  const auto message = [&](const std::string& text) {
-    if (log_) log_->message(text);
-  };
-  if (log_)  // only the writer's log has this line, and only it measures the CPU for its note
-    message(cat("training ", total_steps_, " steps (", steps_per_epoch_, " per epoch, batch ",
-                o_.per_device_train_batch_size, "x", o_.gradient_accumulation_steps,
-                world() > 1 ? cat("x", world(), " processes (", args_.collective->backend(), ") = ",
-                                  o_.per_device_train_batch_size * o_.gradient_accumulation_steps * world())
-                            : std::string(),
-                ") on ", args_.device.str(), ", ",
-                precision_, o_.precision == "auto" ? auto_note(args_.device) : "",
-                args_.resume_from.empty() ? std::string()
-                                          : cat(", resuming from ", args_.resume_from, " at step ", state_.step)));
+  if (log_) log_->message(plan_line());  // only the writer's log, which alone measures the CPU for its note
   BatchStream stream(task_, static_cast<uint64_t>(o_.seed), o_.per_device_train_batch_size, state_.epoch,
                      state_.index, o_.dataloader_prefetch, rank(), world());
   model_->train();
@@ -406,77 +470,18 @@ TrainResult Trainer::run() {
   while (state_.step < total_steps_) {
     const double lr = o_.learning_rate * lr_factor(o_.lr_scheduler_type, state_.step, warmup_, total_steps_, o_.min_lr_rate);
     for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
-    int64_t examples = 0;
-    double grad_norm = NAN;
-    LossValues loss;
-    bool interrupted = false;
-    if (graphed_) {
-      loss = graphed_step(stream, &examples, &grad_norm);
-      interrupted = stop_requested().load();
-    } else {
-      optimizer_->zero_grad();
-      loss = accumulate_gradients(stream, &examples);
-      if (args_.collective) args_.collective->average_gradients();
-      if (args_.hooks.after_backward) args_.hooks.after_backward(params_);
-      interrupted = reduce_step(&loss, &examples, stop_requested().load());
-      // fp16: the gradients back to their true size before clipping; a step with inf/NaN ones
-      // is skipped (its loss still logged), and the scale follows (train/grad_scaler.h).
-      const bool skip = scaler_ && scaler_->unscale(params_);
-      if (!skip && o_.max_grad_norm > 0) grad_norm = clip_grad_norm(params_, o_.max_grad_norm);
-      if (!skip) optimizer_->step();
-      if (scaler_) scaler_->update(skip);
-    }
+    const StepOutcome step = optimizer_step(stream);
     ++state_.step;
     if (average_) average_->update(state_.step);
-    state_.examples_seen += static_cast<double>(examples);
-    log_step(loss, lr, grad_norm, examples);
-
-    const bool last = state_.step == total_steps_;
-    const bool do_eval = !interrupted && (last || (o_.eval_steps > 0 && state_.step % o_.eval_steps == 0));
-    bool do_save = last || interrupted || (o_.save_steps > 0 && state_.step % o_.save_steps == 0);
-    bool stop_early = false;
-    Metrics metrics;
-    if (do_eval) {
-      const bool better = evaluate(&metrics);
-      if (better) {
-        do_save = true;  // keep-best needs the weights on disk
-        state_.best_checkpoint = (fs::path(args_.output_dir) / checkpoint_dir_name(state_.step)).string();
-      }
-      if (o_.early_stopping_patience > 0 && state_.evals_without_improvement >= o_.early_stopping_patience)
-        stop_early = do_save = true;
-    }
-    if (do_save) save(do_eval ? &metrics : nullptr);
-    if (interrupted) {
-      message(cat("interrupted at step ", state_.step, "; checkpoint saved to ", result_.last_checkpoint,
-                  ". Resume with: zoo train --config ", args_.config_source.empty() ? "CONFIG" : args_.config_source,
-                  " --output-dir ", args_.output_dir, " --resume"));
-      result_.interrupted = true;
-      break;
-    }
-    if (stop_early) {
-      message(cat("early stopping at step ", state_.step, ": no improvement of ", best_metric_, " in ",
-                  o_.early_stopping_patience, " evaluations"));
-      result_.early_stopped = true;
-      break;
-    }
+    state_.examples_seen += static_cast<double>(step.examples);
+    log_step(step.loss, lr, step.grad_norm, step.examples);
+    if (evaluate_save_or_stop(step.interrupted)) break;
   }
   if (args_.collective) check_replicas_agree();
   if (log_) log_->flush();
   result_.global_step = state_.step;
   result_.best_checkpoint = state_.best_checkpoint;
-  if (!result_.interrupted) {
-    const MemoryPeaks peaks = memory_peaks(args_.device);
-    message(cat("done: ", state_.step, " steps in ",
-                format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()),
-                "; peak memory ", std::lround(peaks.rss_mib), " MiB resident",
-                peaks.cuda_allocated_mib >= 0 ? cat(", ", std::lround(peaks.cuda_allocated_mib), " MiB CUDA allocated")
-                                              : std::string(),
-                estimate_note(),
-                "; last checkpoint ", result_.last_checkpoint,
-                state_.best_checkpoint.empty() ? std::string()
-                                               : cat("; best (", best_metric_, "=", state_.best_value, ") ",
-                                                     state_.best_checkpoint)));
-  }
+  if (!result_.interrupted && log_) log_->message(done_line());
   return result_;
 }
 

@@ -6,6 +6,7 @@
 // evaluation/keep-best/early stopping, checkpoints (atomic, resumable bit for bit on CPU),
 // logs and signals (signals.h).
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -96,6 +97,24 @@ class Trainer {
   void restore(const std::string& dir);
   // train.gradient_checkpointing: switches every recomputable block of the model on.
   void enable_gradient_checkpointing();
+  // "training N steps (...) on DEVICE, PRECISION": the log's first line.
+  std::string plan_line() const;
+  // What one optimizer step had: its loss, examples and gradient norm (NaN: not clipped), and
+  // whether a stop was requested (the step is complete either way).
+  struct StepOutcome {
+    LossValues loss;
+    int64_t examples = 0;
+    double grad_norm = NAN;
+    bool interrupted = false;
+  };
+  // One optimizer step at the learning rate set: micro-batches, all-reduce, clipping, update
+  // (or the captured graph of all of it).
+  StepOutcome optimizer_step(BatchStream& stream);
+  // After step state_.step: evaluates and saves when due; whether training stops here
+  // (interrupted, or early stopping), the reason logged.
+  bool evaluate_save_or_stop(bool interrupted);
+  // "done: N steps in T; peak memory ...; last checkpoint ...": the log's last line.
+  std::string done_line() const;
   // Forward and backward of one optimizer step's micro-batches; the mean loss.
   LossValues accumulate_gradients(BatchStream& stream, int64_t* examples);
   // train.cuda_graphs: the whole step through the captured graph; the loss, and the gradient
