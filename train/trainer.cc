@@ -2,12 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <sstream>
 
-#include "core/hash.h"
 #include "models/recompute.h"
 #include "train/batch_stream.h"
 #include "io/checkpoint.h"
@@ -23,39 +20,10 @@ namespace zoo {
 
 namespace {
 
-// With train.ema_decay a checkpoint's model.safetensors holds the average (what evaluation,
-// keep-best and deployment use) and this file the weights being trained (for resume).
-constexpr const char* kTrainingWeights = "training_weights.safetensors";
-
-torch::Tensor bytes_tensor(const std::string& s) {
-  auto t = torch::empty({static_cast<int64_t>(s.size())}, torch::kUInt8);
-  std::memcpy(t.data_ptr(), s.data(), s.size());
-  return t;
-}
-
 // " (train.precision=auto)", with why where the CPU's products were measured.
 std::string auto_note(const torch::Device& device) {
   const std::string why = auto_precision_note(device);
   return cat(" (train.precision=auto", why.empty() ? "" : ": " + why, ")");
-}
-
-json rng_state(const torch::Device& device) {
-  json j;
-  j["cpu"] = base64_encode(tensor_bytes(at::detail::getDefaultCPUGenerator().get_state()));
-  if (device.is_cuda()) {
-    auto gen = at::globalContext().defaultGenerator(device);
-    j["cuda"] = base64_encode(tensor_bytes(gen.get_state()));
-  }
-  return j;
-}
-
-void restore_rng_state(const json& j, const torch::Device& device) {
-  auto set = [](at::Generator gen, const std::string& b64) {  // copies share the generator
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_state(bytes_tensor(base64_decode(b64)));
-  };
-  if (j.contains("cpu")) set(at::detail::getDefaultCPUGenerator(), j["cpu"]);
-  if (device.is_cuda() && j.contains("cuda")) set(at::globalContext().defaultGenerator(device), j["cuda"]);
 }
 
 bool improved(double value, double best, bool greater) { return greater ? value > best : value < best; }
@@ -64,6 +32,30 @@ bool improved(double value, double best, bool greater) { return greater ? value 
 
 Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(args)) {
   o_ = read_options<TrainOptions>(args_.config.at("train"), "train");
+  choose_precision();
+  prepare_data();
+  // The task's resolved config (it may add what it learnt from the data, e.g. vocabulary
+  // sizes) is the one that rebuilds the model from a checkpoint.
+  config_ = task_.config().is_null() ? args_.config : task_.config();
+  model_ = task_.model();
+  setup_weights();  // may add the options of an --init-from adapter to config_
+  if (writer()) write_json_file((fs::path(args_.output_dir) / "config.json").string(), config_);
+  model_->to(args_.device);
+  optimizer_ = make_optimizer(*model_, o_);
+  plan_schedule();
+  if (precision_ == "fp16") scaler_.emplace();
+  if (!args_.resume_from.empty()) restore(args_.resume_from);
+  if (args_.collective) {
+    // Rank 0 draws what a single process draws; the others their own dropout.
+    if (args_.resume_from.empty() && rank() > 0) torch::manual_seed(static_cast<uint64_t>(o_.seed) + rank());
+    args_.collective->attach(*model_);
+  }
+  if (o_.ema_decay > 0 && !average_) average_.emplace(*model_, o_.ema_decay);
+  if (o_.gradient_checkpointing) enable_gradient_checkpointing();
+  prepare_step();
+}
+
+void Trainer::choose_precision() {
   // "auto" in a data-parallel run is rank 0's choice, so only rank 0 measures the CPU (and
   // measures it alone: the other processes wait in agree_on_precision's collective call).
   const bool shared_auto = o_.precision == "auto" && args_.collective;
@@ -73,32 +65,28 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   context.device = args_.device;
   context.precision = precision_;
   task_.set_context(context);
+}
+
+void Trainer::prepare_data() {
   if (writer()) {
     std::error_code ec;
     fs::create_directories(args_.output_dir, ec);
     if (ec) throw Error(cat(args_.output_dir, ": cannot create output directory: ", ec.message()));
   }
-  if (!args_.collective) {
-    task_.prepare_training(writer() ? args_.output_dir : "");
-  } else {  // rank 0 first (it may tokenise into the output directory), then the others read
-    std::vector<double> barrier{1};
-    if (rank() == 0) task_.prepare_training(args_.output_dir);
-    args_.collective->sum(barrier);
-    if (rank() > 0) {
-      context.primary = false;
-      task_.set_context(context);
-      task_.prepare_training(args_.output_dir);
-    }
+  if (!args_.collective) return task_.prepare_training(writer() ? args_.output_dir : "");
+  // Rank 0 first (it may tokenise into the output directory), then the others read.
+  std::vector<double> barrier{1};
+  if (rank() == 0) task_.prepare_training(args_.output_dir);
+  args_.collective->sum(barrier);
+  if (rank() > 0) {
+    TaskContext context = task_.context();
+    context.primary = false;
+    task_.set_context(context);
+    task_.prepare_training(args_.output_dir);
   }
-  // The task's resolved config (it may add what it learnt from the data, e.g. vocabulary
-  // sizes) is the one that rebuilds the model from a checkpoint.
-  config_ = task_.config().is_null() ? args_.config : task_.config();
-  model_ = task_.model();
-  setup_weights();  // may add the options of an --init-from adapter to config_
-  if (writer()) write_json_file((fs::path(args_.output_dir) / "config.json").string(), config_);
-  model_->to(args_.device);
-  optimizer_ = make_optimizer(*model_, o_);
+}
 
+void Trainer::plan_schedule() {
   micro_batches_ =
       static_cast<int64_t>(task_.epoch_plan(o_.seed, 0, o_.per_device_train_batch_size * world()).size());
   steps_per_epoch_ = std::max<int64_t>(1, micro_batches_ / o_.gradient_accumulation_steps);
@@ -110,32 +98,24 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   best_metric_ = o_.metric_for_best_model.empty() ? task_.default_best_metric() : o_.metric_for_best_model;
   greater_ = o_.metric_for_best_model.empty() ? best_metric_ != "loss" : o_.greater_is_better;
   state_.best_value = greater_ ? -INFINITY : INFINITY;
+}
 
-  if (precision_ == "fp16") scaler_.emplace();
-  if (!args_.resume_from.empty()) restore(args_.resume_from);
-  if (args_.collective) {
-    // Rank 0 draws what a single process draws; the others their own dropout.
-    if (args_.resume_from.empty() && rank() > 0) torch::manual_seed(static_cast<uint64_t>(o_.seed) + rank());
-    args_.collective->attach(*model_);
-  }
-  if (o_.ema_decay > 0 && !average_) average_.emplace(*model_, o_.ema_decay);
-  if (o_.gradient_checkpointing) enable_gradient_checkpointing();
+void Trainer::prepare_step() {
   // One batch slice per core on the CPU (see forward_backward); not with recomputed blocks,
   // whose backward adds to the parameters' gradients from each slice's thread.
   shards_ = args_.device.is_cpu() && task_.splittable() && !o_.gradient_checkpointing ? at::get_num_threads() : 1;
   params_.clear();
   for (const auto& p : model_->parameters())
     if (p.requires_grad()) params_.push_back(p);
-  if (o_.cuda_graphs && scaler_)
+  if (!o_.cuda_graphs) return;
+  if (scaler_)
     throw Error("train.cuda_graphs does not run with train.precision=fp16 (loss scaling decides on the host "
                 "whether to skip each step); use train.precision=bf16");
-  if (o_.cuda_graphs) {
-    const std::string why = cuda_graphs_refusal(args_.device, task_, *optimizer_, o_.gradient_accumulation_steps,
-                                                args_.collective != nullptr || args_.hooks.after_backward != nullptr);
-    if (!why.empty()) throw Error(why);
-    graphed_ = std::make_unique<GraphedTrainStep>(task_, static_cast<ThreadedAdamW&>(*optimizer_), params_,
-                                                  precision_ != "fp32", args_.device, o_.max_grad_norm);
-  }
+  const std::string why = cuda_graphs_refusal(args_.device, task_, *optimizer_, o_.gradient_accumulation_steps,
+                                              args_.collective != nullptr || args_.hooks.after_backward != nullptr);
+  if (!why.empty()) throw Error(why);
+  graphed_ = std::make_unique<GraphedTrainStep>(task_, static_cast<ThreadedAdamW&>(*optimizer_), params_,
+                                                precision_ != "fp32", args_.device, o_.max_grad_norm);
 }
 
 Trainer::~Trainer() = default;
@@ -173,107 +153,6 @@ void Trainer::setup_weights() {
   attach_lora(*model_, *lora_);
   if (!adapter_dir.empty()) load_adapter(*model_, adapter_dir, *lora_);
   adapter_base_ = adapter_dir.empty() ? o_.init_from : from;
-}
-
-void Trainer::restore(const std::string& from) {
-  const fs::path dir = from;
-  const json st = read_json_file((dir / "trainer_state.json").string());
-  load_model(*model_, (dir / "model.safetensors").string(), model_type());
-  if (lora_) load_adapter(*model_, from, *lora_);
-  // The checkpoint has an average exactly when it has the weights being trained beside it.
-  const std::string live = (dir / kTrainingWeights).string();
-  const bool averaged = fs::exists(live);
-  if (o_.ema_decay > 0 && !averaged)
-    throw Error(cat(from, " was trained without train.ema_decay, so it has no weight average to "
-                    "continue: resume with --set train.ema_decay=0, or start a new run"));
-  if (o_.ema_decay <= 0 && averaged) {
-    const double saved =
-        read_json_file((dir / "config.json").string()).value("train", json::object()).value("ema_decay", 0.0);
-    throw Error(cat(from, " was trained with train.ema_decay=", saved, " (its model.safetensors is the average, ",
-                    live, " the weights being trained): resume with --set train.ema_decay=", saved));
-  }
-  if (averaged) {
-    average_.emplace(*model_, o_.ema_decay);  // from model.safetensors
-    load_model(*model_, live, model_type());
-  }
-  try {
-    torch::load(*optimizer_, (dir / "optimizer.pt").string());
-  } catch (const c10::Error& e) {
-    throw Error(cat((dir / "optimizer.pt").string(), ": cannot load optimizer state (",
-                    std::string(e.what_without_backtrace()).substr(0, 200),
-                    "); resume with the run's train.optim and train.weight_decay_exclude"));
-  }
-  state_.step = st.at("global_step");
-  state_.epoch = st.at("epoch_index");
-  state_.index = st.at("batch_in_epoch");
-  state_.examples_seen = st.value("examples_seen", 0.0);
-  if (st.contains("best_metric") && st["best_metric"].is_number()) state_.best_value = st["best_metric"];
-  state_.best_checkpoint = st.value("best_model_checkpoint", "");
-  state_.evals_without_improvement = st.value("evals_without_improvement", 0);
-  const json& per_rank = st.contains("rng_state_per_rank") ? st["rng_state_per_rank"] : json::array();
-  if (rank() > 0 && per_rank.size() != static_cast<size_t>(world()))
-    throw Error(cat(from, " was saved by ", std::max<size_t>(1, per_rank.size()), " process(es); this run has ",
-                    world(), ": resume with the same number of processes"));
-  const int64_t saved_world = std::max<int64_t>(1, static_cast<int64_t>(per_rank.size()));
-  if (saved_world != world() && rank() == 0) {
-    const json saved = read_json_file((dir / "config.json").string()).value("train", json::object());
-    const int64_t before = saved.value("per_device_train_batch_size", int64_t{0}) *
-                           saved.value("gradient_accumulation_steps", int64_t{1}) * saved_world;
-    const int64_t now = o_.per_device_train_batch_size * o_.gradient_accumulation_steps * world();
-    if (before != now)
-      std::cerr << "zoo: warning: " << from << " was saved by " << saved_world << " process(es) with a global batch of "
-                << before << "; this run has " << world() << " with a global batch of " << now
-                << " (per_device_train_batch_size x gradient_accumulation_steps x processes), so its steps see "
-                << (now < before ? "fewer" : "more") << " examples; set train.gradient_accumulation_steps or "
-                << "train.per_device_train_batch_size to keep " << before << std::endl;
-  }
-  restore_rng_state(rank() > 0 ? per_rank.at(rank()) : st.at("rng_state"), args_.device);
-  if (scaler_ && st.contains("grad_scaler")) scaler_->load(st["grad_scaler"]);
-  if (state_.step >= total_steps_)
-    throw Error(cat(from, " is at step ", state_.step, ", the run's last step is ", total_steps_,
-                    "; raise train.max_steps (--set train.max_steps=N) to train further"));
-}
-
-double Trainer::epoch_progress() const {
-  return static_cast<double>(state_.epoch) + static_cast<double>(state_.index) / std::max<int64_t>(1, micro_batches_);
-}
-
-void Trainer::save(const Metrics* eval_metrics) {
-  json per_rank = json::array();
-  if (args_.collective)  // every process's random-number state, so that each resumes exactly
-    for (const auto& bytes : args_.collective->gather(rng_state(args_.device).dump())) per_rank.push_back(json::parse(bytes));
-  if (!writer()) return;
-  WeightAverage* average = average_ ? &*average_ : nullptr;
-  CheckpointWriter w(args_.output_dir, state_.step);
-  write_json_file(w.path("config.json"), config_);
-  if (average) save_model(*model_, w.path(kTrainingWeights), config_);
-  {
-    AveragedWeights averaged(average);
-    save_model(*model_, w.path("model.safetensors"), config_);
-  }
-  if (lora_) save_adapter(*model_, w.tmp_dir(), *lora_, config_, adapter_base_);
-  save_optimizer(*optimizer_, w.path("optimizer.pt"));
-  const auto before_assets = file_names(w.tmp_dir());
-  task_.save_assets(w.tmp_dir());
-  json st = {{"global_step", state_.step},
-             {"epoch", epoch_progress()},
-             {"epoch_index", state_.epoch},
-             {"batch_in_epoch", state_.index},
-             {"max_steps", total_steps_},
-             {"examples_seen", state_.examples_seen},
-             {"metric_for_best_model", best_metric_},
-             {"best_metric", std::isfinite(state_.best_value) ? json(state_.best_value) : json(nullptr)},
-             {"best_model_checkpoint", state_.best_checkpoint},
-             {"evals_without_improvement", state_.evals_without_improvement},
-             {"seed", o_.seed},
-             {"rng_state", rng_state(args_.device)}};
-  st["asset_fingerprints"] = asset_fingerprints(w.tmp_dir(), before_assets);
-  if (args_.collective) st["rng_state_per_rank"] = per_rank;
-  if (scaler_) st["grad_scaler"] = scaler_->state();
-  if (eval_metrics) st["eval_metrics"] = *eval_metrics;
-  write_json_file(w.path("trainer_state.json"), st);
-  result_.last_checkpoint = w.commit();
-  rotate_checkpoints(args_.output_dir, o_.save_total_limit, state_.best_checkpoint);
 }
 
 bool Trainer::evaluate(Metrics* metrics) {
@@ -483,11 +362,6 @@ TrainResult Trainer::run() {
   result_.best_checkpoint = state_.best_checkpoint;
   if (!result_.interrupted && log_) log_->message(done_line());
   return result_;
-}
-
-std::string tensor_bytes(const torch::Tensor& t) {
-  auto c = t.contiguous().to(torch::kCPU);
-  return std::string(static_cast<const char*>(c.data_ptr()), c.numel() * c.element_size());
 }
 
 TrainResult train(Task& task, const TrainerArgs& args) {

@@ -92,9 +92,21 @@ class Trainer {
   const TrainerState& state() const { return state_; }
 
  private:
+  // train.precision resolved (data parallel: rank 0's choice) and told to the task.
+  void choose_precision();
+  // The output directory, and the task's data (data parallel: rank 0 first, which may build
+  // files the others read).
+  void prepare_data();
+  // Steps per epoch, total and warm-up steps, the best-model metric.
+  void plan_schedule();
+  // The CPU batch slices, the trained parameters, and train.cuda_graphs' captured step.
+  void prepare_step();
   void setup_weights();
   std::string estimate_note() const;
+  // Resumes from checkpoint `dir` (train/trainer_checkpoint.cc): weights, optimizer, state, RNG.
   void restore(const std::string& dir);
+  void restore_weights(const std::string& dir);
+  void warn_if_global_batch_changed(const std::string& dir, int64_t saved_world) const;
   // train.gradient_checkpointing: switches every recomputable block of the model on.
   void enable_gradient_checkpointing();
   // "training N steps (...) on DEVICE, PRECISION": the log's first line.
