@@ -55,16 +55,22 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& s
   return out;
 }
 
+data::TranslationText load_translation_text(const std::string& dir, const json& config) {
+  data::TranslationText text(read_options<data::TranslationDataOptions>(config.value("data", json::object()), "data"));
+  const json& section = config.at("model");
+  text.load(dir, models::entry::section_int(section, "source_vocab_size", 0),
+            models::entry::section_int(section, "target_vocab_size", 0));
+  return text;
+}
+
 std::unique_ptr<Translator> load_translator(const std::string& given, const torch::Device& device, bool truncate) {
   auto [dir, config] = open_inference_source(given, "translation", "zoo translate");
   const json& section = config.at("model");
   if (truncate) config["data"]["truncate_source"] = true;
-  data::TranslationText text(read_options<data::TranslationDataOptions>(config.value("data", json::object()), "data"));
   auto module = load_inference_model(dir, config, device);  // the assets' fingerprints checked too
   auto model = std::dynamic_pointer_cast<models::EncoderDecoder>(module);
   if (!model) throw Error(cat(given, ": model_type '", section.value("model_type", ""), "' is not an encoder-decoder"));
-  text.load(dir, models::entry::section_int(section, "source_vocab_size", 0),
-            models::entry::section_int(section, "target_vocab_size", 0));
+  data::TranslationText text = load_translation_text(dir, config);
   const std::string where = (std::filesystem::path(dir) / data::TranslationText::kTargetVocabFile).string();
   text.find_special_ids(where);
   DataFacts facts = text.facts();

@@ -60,5 +60,8 @@ class Translator {
 /// `truncate`, sources longer than the model reads are cut (else they are errors naming the
 /// limit).
 std::unique_ptr<Translator> load_translator(const std::string& dir, const torch::Device& device, bool truncate = false);
+/// The data side of a translation model directory: config's data section with both sides'
+/// tokenizers and vocabularies loaded from `dir` (sized by config's model section).
+data::TranslationText load_translation_text(const std::string& dir, const json& config);
 
 }  // namespace zoo

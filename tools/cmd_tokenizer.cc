@@ -7,9 +7,8 @@
 
 #include "core/error.h"
 #include "data/tokenizer.h"
-#include "data/translation_text.h"
 #include "io/inference_model.h"
-#include "models/entry_helpers.h"
+#include "predict/translator.h"
 #include "tools/commands.h"
 
 namespace fs = std::filesystem;
@@ -47,10 +46,7 @@ int run_train(const TokenizerArgs& a) {
 std::unique_ptr<data::Tokenizer> open_tokenizer(const TokenizerArgs& a) {
   if (a.side.empty()) return data::load_tokenizer(a.tokenizer);
   const auto [dir, config] = open_inference_source(a.tokenizer, "translation", "zoo tokenizer --side");
-  data::TranslationText text(read_options<data::TranslationDataOptions>(config.value("data", json::object()), "data"));
-  const json& section = config.at("model");
-  text.load(dir, models::entry::section_int(section, "source_vocab_size", 0),
-            models::entry::section_int(section, "target_vocab_size", 0));
+  const data::TranslationText text = load_translation_text(dir, config);
   return std::make_unique<data::SideTokenizer>(a.side == "source" ? text.source() : text.target());
 }
 
