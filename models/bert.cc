@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/bert_electra.h"
 #include "models/kernels/dropout.h"
 #include "models/kernels/gelu.h"
 #include "models/module_path.h"
@@ -67,17 +68,25 @@ BertModelImpl::BertModelImpl(const BertOptions& o) : o_(o) {
   pooler = register_at(*this, "pooler.dense", torch::nn::Linear(o.hidden_size, o.hidden_size));
 }
 
-torch::Tensor BertModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
-                                     const torch::Tensor& attention_mask, int64_t position_offset) {
+torch::Tensor BertModelImpl::embed(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
+                                   int64_t position_offset) {
   TORCH_CHECK(input_ids.dim() == 2, "BERT expects input_ids of shape (B, T), got ", input_ids.sizes());
   if (position_offset < 0 || position_offset + input_ids.size(1) > o_.max_position_embeddings)
     throw Error(cat("BERT: ", input_ids.size(1), " tokens", position_offset ? cat(" from position ", position_offset) : "",
                     " but the model has ", o_.max_position_embeddings, " positions (model.max_position_embeddings)"));
   auto types = token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids);
-  auto x = (*positions)(word_embeddings(input_ids) + token_type_embeddings(types), position_offset);
-  x = embeddings_norm(x);
-  x = apply_dropout(x, o_.hidden_dropout_prob, is_training());
-  for (const auto& layer : *layers) {
+  auto x = embeddings_norm((*positions)(word_embeddings(input_ids) + token_type_embeddings(types), position_offset));
+  return apply_dropout(x, o_.hidden_dropout_prob, is_training());
+}
+
+torch::Tensor BertModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
+                                     const torch::Tensor& attention_mask, int64_t position_offset) {
+  return encode(*layers, embed(input_ids, token_type_ids, position_offset), attention_mask);
+}
+
+torch::Tensor BertModelImpl::encode(torch::nn::ModuleListImpl& blocks, torch::Tensor x,
+                                    const torch::Tensor& attention_mask) {
+  for (const auto& layer : blocks) {
     auto* block = layer->as<BertLayer>();
     x = checkpointed(is_training(), x,
                      [block, attention_mask](const torch::Tensor& in) { return block->forward(in, attention_mask); });
@@ -158,6 +167,9 @@ json resolve_bert(const json& merged) {
 json bert_from_hf(const json& hf) { return entry::with_labels_of_hf(entry::same_named_fields<BertOptions>(hf, "bert"), hf); }
 
 json bert_to_hf(const json& model, const std::string& architecture) {
+  if (architecture == "BertForPreTraining" && model.value("pretraining_head", std::string("mlm")) != "mlm")
+    throw Error("an ELECTRA pretraining checkpoint (model.pretraining_head electra) has no Hugging Face "
+                "BertForPreTraining form: fine-tune it (zoo finetune --from CHECKPOINT) and export that");
   json hf = model;
   if (architecture == "BertForSequenceClassification") {
     hf = entry::with_hf_labels(model);
@@ -165,7 +177,8 @@ json bert_to_hf(const json& model, const std::string& architecture) {
     hf.erase("labels");
     hf.erase("num_labels");
   }
-  hf.erase("position_embedding_init");  // zoo's: how training starts, not a BertConfig field
+  for (const char* zoo_field : {"position_embedding_init", "pretraining_head", "generator_hidden_size"})
+    hf.erase(zoo_field);  // zoo's: how training starts, not BertConfig fields
   hf["architectures"] = {architecture};
   hf["position_embedding_type"] = "absolute";
   hf["torch_dtype"] = "float32";
@@ -184,10 +197,11 @@ ModelEntry bert_entry() {
   e.architectures = {{"bert_pretraining", "BertForPreTraining"},
                      {"text_classification", "BertForSequenceClassification"}};
   e.fact_keys = {{"vocab_size", "vocab_size"}, {"pad_id", "pad_token_id"}, {"labels", "labels"}};
-  // The head is the task's: the classifier for text classification, else MLM + NSP.
+  // The head is the task's: the classifier for text classification, else the pretraining head.
   e.build = [](const json& section, const std::string& task) -> std::shared_ptr<torch::nn::Module> {
     const auto o = read_options<BertOptions>(section, "model", {"model_type"});
     if (task == "text_classification") return BertForSequenceClassification(o).ptr();
+    if (o.pretraining_head == "electra") return BertForReplacedTokenDetection(o).ptr();
     return BertForPreTraining(o).ptr();
   };
   e.from_hf_tensors = bert_from_hf_tensors;

@@ -45,6 +45,8 @@ struct BertOptions {
   int64_t num_labels = 2;
   std::vector<std::string> labels;
   std::string position_embedding_init = "normal";  // zoo's, not BertConfig's (only how training starts)
+  std::string pretraining_head = "mlm";  // zoo's: which heads bert_pretraining trains (models/bert_electra.h)
+  int64_t generator_hidden_size = 64;    // zoo's: the ELECTRA generator's width
 
   template <class V>
   void fields(V& v) {
@@ -68,6 +70,16 @@ struct BertOptions {
       "sinusoidal (the sinusoidal table of \"Attention Is All You Need\" scaled to that std, so that neighbouring "
       "positions start alike); the table is trained either way, and a loaded checkpoint replaces it",
       one_of({"normal", "sinusoidal"}));
+    v("pretraining_head", pretraining_head,
+      "what bert_pretraining trains: mlm (Hugging Face's BertForPreTraining: the masked-language-model head, and "
+      "the next-sentence head when data.next_sentence_prediction) or electra (ELECTRA's replaced-token detection: "
+      "a small generator fills the masked tokens in, and the BERT learns which tokens of every position were "
+      "replaced; models/bert_electra.h)",
+      one_of({"mlm", "electra"}));
+    v("generator_hidden_size", generator_hidden_size,
+      "pretraining_head electra: the generator's width (its layers as many as the model's, one head per 64, "
+      "feed-forward 4x); ELECTRA's paper: a quarter to a half of hidden_size",
+      at_least(1));
   }
   /// Cross-field checks; throws zoo::Error naming the field.
   void validate() const;
@@ -98,6 +110,12 @@ class BertModelImpl : public torch::nn::Module, public GradientCheckpointing {
   /// position_ids = arange(offset, offset+T)).
   torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids = {},
                         const torch::Tensor& attention_mask = {}, int64_t position_offset = 0);
+  /// The embedding layer alone: word + position + token type, LayerNorm, dropout -> (B, T, H).
+  torch::Tensor embed(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids = {},
+                      int64_t position_offset = 0);
+  /// x through the BertLayers `blocks` in turn as through the model's own (recomputed in
+  /// backward when gradient checkpointing is on): the encoder is encode(layers, embed(...)).
+  torch::Tensor encode(torch::nn::ModuleListImpl& blocks, torch::Tensor x, const torch::Tensor& attention_mask);
   /// tanh(dense(hidden[:, 0])): (B, H).
   torch::Tensor pool(const torch::Tensor& hidden);
   /// Hugging Face's init of every weight (init_weights_hf), then the position table as

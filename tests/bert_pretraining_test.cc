@@ -260,6 +260,73 @@ TEST(BertPretraining, MlmOnlyWithDynamicMaskingTrainsAndResumesExactly) {
       << r.output;
 }
 
+// model.pretraining_head electra (issue 39): the generator's MLM loss and the discriminator's
+// replaced-or-not loss, logged apart; the discriminator beats "nothing was replaced"; zoo eval
+// draws the same replacements again; the export names the way to a Hugging Face model.
+TEST(BertPretraining, ElectraLearnsWhichTokensWereReplaced) {
+  test::TempDir dir;
+  const std::string root = write_reviews(dir), cfg = dir / "bert.json";
+  test::write_file(cfg, config(root));
+  const std::string options = " --device cpu --set data.layout=segments --set data.max_length=12"
+                              " --set data.validation_fraction=0.2 --set model.pretraining_head=electra"
+                              " --set model.generator_hidden_size=16";
+  auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "nsp") + options);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("set data.next_sentence_prediction false"), std::string::npos) << r.output;
+
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "run") + options +
+                    " --set data.next_sentence_prediction=false --set data.dynamic_masking=true"
+                    " --set train.max_steps=300 --set train.eval_steps=300 --set train.save_steps=300");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(mlm "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(", rtd "), std::string::npos) << r.output;
+  const std::string checkpoint = dir / "run/checkpoint-300";
+  std::ifstream state(checkpoint + "/trainer_state.json");
+  const json m = json::parse(state)["eval_metrics"];
+  for (const char* k : {"loss_mlm", "loss_rtd", "mlm_accuracy", "rtd_accuracy", "replaced"})
+    EXPECT_TRUE(m.contains(k)) << k << " in " << m.dump();
+  EXPECT_FALSE(m.contains("loss_nsp")) << m.dump();
+  const double replaced = m["replaced"].get<double>();
+  EXPECT_GT(replaced, 0.01) << m.dump();
+  // Below the loss of the best constant answer (the replaced share itself, whose loss is its
+  // entropy); an untrained discriminator scores about log 2.
+  const double entropy = -replaced * std::log(replaced) - (1 - replaced) * std::log(1 - replaced);
+  EXPECT_LT(m["loss_rtd"].get<double>(), entropy - 0.01) << m.dump();
+  EXPECT_GE(m["rtd_accuracy"].get<double>(), 1.0 - replaced) << m.dump();
+  EXPECT_GT(m["mlm_accuracy"].get<double>(), 3.0 / 16) << m.dump();  // the generator; chance: 1 in 16
+
+  r = test::run_zoo("eval --checkpoint " + checkpoint + " --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json again = json::parse(r.output.substr(r.output.rfind("{")));
+  EXPECT_NEAR(again["loss"].get<double>(), m["loss"].get<double>(), 1e-6);
+  EXPECT_DOUBLE_EQ(again["replaced"].get<double>(), replaced);
+
+  r = test::run_zoo("export --checkpoint " + checkpoint + " --out " + (dir / "exported"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("fine-tune it (zoo finetune --from CHECKPOINT) and export that"), std::string::npos) << r.output;
+
+  // The samples come from the batch seeds: 4 steps straight, and 2 + resume + 2, the same losses.
+  const std::string steps = options + " --set data.next_sentence_prediction=false --set train.logging_steps=1"
+                                      " --set train.save_steps=2 --set train.eval_steps=4";
+  ASSERT_EQ(test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "straight") + steps +
+                          " --set train.max_steps=4").exit_code, 0);
+  ASSERT_EQ(test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "cut") + steps +
+                          " --set train.max_steps=2").exit_code, 0);
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "cut") + steps + " --set train.max_steps=4 --resume");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto losses = [](const std::string& metrics) {
+    std::vector<double> out;
+    std::istringstream in(test::read_file(metrics));
+    for (std::string line; std::getline(in, line);)
+      if (const json j = json::parse(line); j.value("type", "") == "train") out.push_back(j.at("loss_rtd"));
+    return out;
+  };
+  const auto a = losses(dir / "straight/metrics.jsonl"), b = losses(dir / "cut/metrics.jsonl");
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6) << "step " << i + 1;
+}
+
 // The dynamic draw: the same batch seed gives the same masks, another seed others; round(15%)
 // of each row's word tokens, their labels the original words, [CLS]/[SEP]/padding never.
 TEST(BertPretraining, DynamicMasksComeFromTheBatchSeed) {

@@ -54,8 +54,15 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
                     data_.layout == "segments" ? cat("data.max_length ", data_.max_length)
                                                : cat("2 x data.sentence_length ", data_.sentence_length, " + 1"),
                     ") but model.max_position_embeddings is ", positions_, "; raise it"));
-  model_ = models::BertForPreTraining(
-      std::dynamic_pointer_cast<models::BertForPreTrainingImpl>(models::build_model(resolved, "bert_pretraining")));
+  const auto built = models::build_model(resolved, "bert_pretraining");
+  if (auto electra = std::dynamic_pointer_cast<models::BertForReplacedTokenDetectionImpl>(built)) {
+    if (data_.next_sentence_prediction)
+      throw Error("config: model.pretraining_head electra has no next-sentence head; set "
+                  "data.next_sentence_prediction false");
+    electra_ = models::BertForReplacedTokenDetection(electra);
+  } else {
+    model_ = models::BertForPreTraining(std::dynamic_pointer_cast<models::BertForPreTrainingImpl>(built));
+  }
 }
 
 void BertPretrainingTask::prepare_training(const std::string& /*output_dir*/) {
@@ -67,10 +74,11 @@ Batch BertPretrainingTask::make_train_batch(const std::vector<int64_t>& indices,
 }
 
 Loss BertPretrainingTask::loss(const Batch& batch) {
-  auto selected = batch["labels"].ne(kIgnore);
   int64_t offset = 0;
   if (data_.position_offset == "random")  // from the batch's seed: the same on a resumed run
     offset = static_cast<int64_t>(std::mt19937_64(batch.seed)() % static_cast<uint64_t>(positions_ - batch["input_ids"].size(1) + 1));
+  if (electra_) return electra_loss(batch, offset);
+  auto selected = batch["labels"].ne(kIgnore);
   auto out = model_->forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], selected, offset);  // MLM scores of the selected tokens only
   auto mlm = F::cross_entropy(out.prediction_logits, batch["labels"].index({selected}));
   if (!data_.next_sentence_prediction) return Loss{mlm, {{"mlm", mlm}}};
@@ -97,6 +105,7 @@ Batch BertPretrainingTask::make_eval_batch(const std::string&, const std::vector
 }
 
 Metrics BertPretrainingTask::eval_sums(const std::string&, const Batch& batch) {
+  if (electra_) return electra_eval_sums(batch);
   auto keep = batch["labels"].ne(kIgnore);
   auto out = model_->forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], keep);
   const auto& logits = out.prediction_logits;
@@ -111,6 +120,7 @@ Metrics BertPretrainingTask::eval_sums(const std::string&, const Batch& batch) {
 }
 
 Metrics BertPretrainingTask::metrics_from_sums(const Metrics& sums) const {
+  if (electra_) return electra_metrics(sums);
   const double selected = sums.at("mlm_selected"), n = sums.at("examples");
   const double mlm = selected > 0 ? sums.at("mlm_loss_sum") / selected : 0.0;
   const double mlm_accuracy = selected > 0 ? sums.at("mlm_correct") / selected : 0.0;
