@@ -19,6 +19,9 @@
 #               the same validation loss as zoo eval; a transformers GPT2LMHeadModel
 #               (save_pretrained) generates the same greedy text in zoo, and zoo fine-tunes it
 #               (train.init_from) into an export transformers loads, again with zoo eval's loss
+#   bert-recipe: bert_imdb.log  tools/finetune_bert_imdb.sh --gpu (issue 39's GPU recipe: pretraining
+#               on the IMDB reviews, fine-tuning, the test accuracy; goal 91.3%); needs IMDB in zoo's
+#               data home (tools/fetch_data.sh imdb, or ZOO_DATA_DIR)
 #   finetune: tools/check_gpu_finetune.sh (GPT-2 124M in bf16, fp16, with gradient checkpointing
 #               and LoRA: step time and CUDA memory; bf16 against fp16 loss curves; PEFT loading
 #               zoo's adapter and transformers its sharded export)
@@ -31,7 +34,7 @@
 #                      [--steps N] [--skip-tests] [--targets LIST] [--tests-regex RE] [--budget S]
 #
 # --parts: a comma-separated subset of tests,vit,gpt-bench,gpt-recipe,gpt-interop,speed,
-# families,nccl,precision,finetune (default: all; `build` alone: only the build), so that a machine lent for
+# families,nccl,precision,finetune,bert-recipe (default: all; `build` alone: only the build), so that a machine lent for
 # minutes at a time runs them one call each: the build (build-gpu/) and the runs
 # (build-gpu/check-runs/) are kept between calls.
 # --targets: build only these CMake targets (space-separated; default: all), the tests part
@@ -51,7 +54,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 DEPS="" DEBS="" DATA=/usr/share/datasets/fashion-mnist OUT_DIR=gpu-check STEPS=600
-PARTS=tests,vit,gpt-bench,gpt-recipe,gpt-interop,speed,families,nccl,precision,finetune TARGETS="" TESTS_RE="" BUDGET=0
+PARTS=tests,vit,gpt-bench,gpt-recipe,gpt-interop,speed,families,nccl,precision,finetune,bert-recipe TARGETS="" TESTS_RE="" BUDGET=0
 START=$(date +%s)
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -71,8 +74,8 @@ while [ $# -gt 0 ]; do
 done
 for part in ${PARTS//,/ }; do
   case "$part" in
-    build|tests|vit|gpt-bench|gpt-recipe|gpt-interop|speed|families|nccl|precision|finetune) ;;
-    *) echo "check_gpu.sh: unknown part '$part' in --parts (build, tests, vit, gpt-bench, gpt-recipe, gpt-interop, speed, families, nccl, precision, finetune)" >&2
+    build|tests|vit|gpt-bench|gpt-recipe|gpt-interop|speed|families|nccl|precision|finetune|bert-recipe) ;;
+    *) echo "check_gpu.sh: unknown part '$part' in --parts (build, tests, vit, gpt-bench, gpt-recipe, gpt-interop, speed, families, nccl, precision, finetune, bert-recipe)" >&2
        exit 2 ;;
   esac
 done
@@ -215,6 +218,14 @@ fi
 source tools/check_gpu_gpt.sh
 source tools/check_gpu_finetune.sh
 source tools/check_gpu_speed.sh
+
+if want bert-recipe && left 900 bert-recipe; then
+  step "tools/finetune_bert_imdb.sh --gpu (issue 39: goal 91.3% IMDB test accuracy)"
+  start=$(date +%s)
+  ZOO="$ZOO" tools/finetune_bert_imdb.sh --gpu --out "$RUNS/bert_imdb" >"$OUT_DIR/bert_imdb.log" 2>&1 || status=1
+  echo "wall seconds: $(($(date +%s) - start))" | tee -a "$OUT_DIR/bert_imdb.log"
+  grep -E "^eval|^done|IMDB test accuracy" "$OUT_DIR/bert_imdb.log" || tail -5 "$OUT_DIR/bert_imdb.log"
+fi
 
 # The tests last: the timings above run on an otherwise idle machine.
 if want tests && left 30 tests; then
