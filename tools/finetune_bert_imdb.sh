@@ -11,7 +11,8 @@
 # and bert_imdb_sentiment.json. --quick is a smoke run: a tiny BERT, 300 reviews, a few dozen
 # steps each (minutes on a CPU; accuracy near chance). --gpu is sized for about 10 minutes of
 # one H100 (an estimate from the arithmetic, not yet timed on one): BERT-medium's shape (8 layers,
-# 512 wide, 8 heads), 128-token items in batches of 256 for 8,000 steps, then fine-tuning on
+# 512 wide, 8 heads), 128-token items in batches of 256 for 8,000 steps (about 10 epochs of the
+# reviews, so with masks drawn anew for each batch), then fine-tuning on
 # 512-token texts for 3 epochs, on --device cuda unless given. --lora R fine-tunes LoRA adapters of rank R
 # on query and value (alpha 2R, learning rate 1e-3) with the pretrained body frozen; the
 # classifier and the new pooler train in full (PEFT's modules_to_save); the export then also
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
     --lora) LORA=$2; shift 2 ;;
     --gradient-checkpointing) CHECKPOINTING=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "finetune_bert_imdb.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -61,7 +62,7 @@ if [ "$GPU" = 1 ]; then
   [ "$DEVICE" = auto ] && DEVICE=cuda
   MEDIUM=(--set model.hidden_size=512 --set model.num_hidden_layers=8 --set model.num_attention_heads=8
           --set model.intermediate_size=2048)
-  PRE=("${MEDIUM[@]}" --set data.max_length=128 --set train.per_device_train_batch_size=256
+  PRE=("${MEDIUM[@]}" --set data.max_length=128 --set data.dynamic_masking=true --set train.per_device_train_batch_size=256
        --set train.per_device_eval_batch_size=256 --set train.learning_rate=5e-4 --set train.warmup_steps=400
        --set train.max_steps=8000 --set train.eval_steps=2000 --set train.save_steps=2000)
   CLS=("${MEDIUM[@]}" --set data.max_length=512 --set train.num_train_epochs=3 --set train.learning_rate=1e-4
