@@ -69,7 +69,7 @@ ReplacedTokenOutput BertForReplacedTokenDetectionImpl::forward(const torch::Tens
                                                                 int64_t position_offset) {
   ReplacedTokenOutput out;
   out.generator_logits = generate(input_ids, selected, token_type_ids, attention_mask, position_offset);
-  auto corrupted = originals.index_put({selected}, sample_tokens(out.generator_logits.detach(), seed));
+  auto corrupted = originals.index_put({selected}, sample_tokens(out.generator_logits, seed));
   out.replaced = corrupted.ne(originals);
   out.discriminator_logits = discriminate(corrupted, token_type_ids, attention_mask, position_offset);
   return out;

@@ -33,6 +33,10 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
   context_ = context;
   data_ = read_options<BertPretrainingDataOptions>(config.value("data", json::object()), "data");
   json& model = config_["model"];
+  // Refused before the reviews are read: nothing the data says changes the answer.
+  if (data_.next_sentence_prediction && models::resolve_model_config(model).value("pretraining_head", "") == "electra")
+    throw Error("config: model.pretraining_head electra has no next-sentence head; set "
+                "data.next_sentence_prediction false");
   items_.emplace(data_, static_cast<uint64_t>(context_.seed));
   if (checkpoint_dir.empty()) {
     items_->build();
@@ -56,9 +60,6 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
                     ") but model.max_position_embeddings is ", positions_, "; raise it"));
   const auto built = models::build_model(resolved, "bert_pretraining");
   if (auto electra = std::dynamic_pointer_cast<models::BertForReplacedTokenDetectionImpl>(built)) {
-    if (data_.next_sentence_prediction)
-      throw Error("config: model.pretraining_head electra has no next-sentence head; set "
-                  "data.next_sentence_prediction false");
     electra_ = models::BertForReplacedTokenDetection(electra);
   } else {
     model_ = models::BertForPreTraining(std::dynamic_pointer_cast<models::BertForPreTrainingImpl>(built));
