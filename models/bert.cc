@@ -104,6 +104,13 @@ void BertModelImpl::init_weights(torch::nn::Module& owner) const {
 
 torch::Tensor BertModelImpl::pool(const torch::Tensor& hidden) { return torch::tanh(pooler(hidden.select(1, 0))); }
 
+torch::Tensor BertModelImpl::pool_mean(const torch::Tensor& hidden, const torch::Tensor& attention_mask) {
+  if (!attention_mask.defined()) return torch::tanh(pooler(hidden.mean(1)));
+  const auto keep = attention_mask.unsqueeze(-1).to(torch::kFloat);  // summed in fp32 under autocast too
+  const auto mean = (hidden.to(torch::kFloat) * keep).sum(1) / keep.sum(1).clamp_min(1);
+  return torch::tanh(pooler(mean.to(hidden.scalar_type())));
+}
+
 BertForPreTrainingImpl::BertForPreTrainingImpl(const BertOptions& o) : o_(o) {
   bert = register_module("bert", BertModel(o));
   transform = register_at(*this, "cls.predictions.transform.dense", torch::nn::Linear(o.hidden_size, o.hidden_size));
@@ -132,7 +139,8 @@ BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(const BertO
 torch::Tensor BertForSequenceClassificationImpl::forward(const torch::Tensor& input_ids,
                                                          const torch::Tensor& token_type_ids,
                                                          const torch::Tensor& attention_mask) {
-  auto pooled = bert->pool(bert(input_ids, token_type_ids, attention_mask));
+  const auto hidden = bert(input_ids, token_type_ids, attention_mask);
+  auto pooled = o_.classifier_pooling == "mean" ? bert->pool_mean(hidden, attention_mask) : bert->pool(hidden);
   pooled = apply_dropout(pooled, o_.hidden_dropout_prob, is_training());
   return classifier(pooled);
 }
@@ -170,6 +178,9 @@ json bert_to_hf(const json& model, const std::string& architecture) {
   if (architecture == "BertForPreTraining" && model.value("pretraining_head", std::string("mlm")) != "mlm")
     throw Error("an ELECTRA pretraining checkpoint (model.pretraining_head electra) has no Hugging Face "
                 "BertForPreTraining form: fine-tune it (zoo finetune --from CHECKPOINT) and export that");
+  if (architecture == "BertForSequenceClassification" && model.value("classifier_pooling", std::string("cls")) != "cls")
+    throw Error("a classifier that pools the mean of the tokens (model.classifier_pooling mean) has no Hugging "
+                "Face form: BertForSequenceClassification pools the first token");
   json hf = model;
   if (architecture == "BertForSequenceClassification") {
     hf = entry::with_hf_labels(model);
@@ -177,8 +188,8 @@ json bert_to_hf(const json& model, const std::string& architecture) {
     hf.erase("labels");
     hf.erase("num_labels");
   }
-  for (const char* zoo_field : {"position_embedding_init", "pretraining_head", "generator_hidden_size"})
-    hf.erase(zoo_field);  // zoo's: how training starts, not BertConfig fields
+  for (const char* zoo_field : {"position_embedding_init", "pretraining_head", "generator_hidden_size", "classifier_pooling"})
+    hf.erase(zoo_field);  // zoo's own fields, not BertConfig's
   hf["architectures"] = {architecture};
   hf["position_embedding_type"] = "absolute";
   hf["torch_dtype"] = "float32";

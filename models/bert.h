@@ -47,6 +47,7 @@ struct BertOptions {
   std::string position_embedding_init = "normal";  // zoo's, not BertConfig's (only how training starts)
   std::string pretraining_head = "mlm";  // zoo's: which heads bert_pretraining trains (models/bert_electra.h)
   int64_t generator_hidden_size = 64;    // zoo's: the ELECTRA generator's width
+  std::string classifier_pooling = "cls";  // zoo's: what the sequence classifier's pooler reads
 
   template <class V>
   void fields(V& v) {
@@ -80,6 +81,11 @@ struct BertOptions {
       "pretraining_head electra: the generator's width (its layers as many as the model's, one head per 64, "
       "feed-forward 4x); ELECTRA's paper: a quarter to a half of hidden_size",
       at_least(1));
+    v("classifier_pooling", classifier_pooling,
+      "text classification: what the pooler (tanh of a dense layer) reads: cls (the first token's last hidden "
+      "state, as Hugging Face's BertForSequenceClassification) or mean (the mean of every unpadded token's; such "
+      "a model has no Hugging Face form, so zoo export refuses it)",
+      one_of({"cls", "mean"}));
   }
   /// Cross-field checks; throws zoo::Error naming the field.
   void validate() const;
@@ -118,6 +124,9 @@ class BertModelImpl : public torch::nn::Module, public GradientCheckpointing {
   torch::Tensor encode(torch::nn::ModuleListImpl& blocks, torch::Tensor x, const torch::Tensor& attention_mask);
   /// tanh(dense(hidden[:, 0])): (B, H).
   torch::Tensor pool(const torch::Tensor& hidden);
+  /// tanh(dense(mean of hidden over the positions where attention_mask is 1, or all of them
+  /// when it is undefined)): (B, H).
+  torch::Tensor pool_mean(const torch::Tensor& hidden, const torch::Tensor& attention_mask);
   /// Hugging Face's init of every weight (init_weights_hf), then the position table as
   /// position_embedding_init says. The heads call it on themselves once built.
   void init_weights(torch::nn::Module& owner) const;
@@ -159,7 +168,8 @@ class BertForPreTrainingImpl : public torch::nn::Module {
 };
 TORCH_MODULE(BertForPreTraining);
 
-/// BERT + dropout + a linear classifier on the pooled first token.
+/// BERT + dropout + a linear classifier on the pooled first token (or, with
+/// classifier_pooling mean, on the pooled mean of the tokens).
 class BertForSequenceClassificationImpl : public torch::nn::Module {
  public:
   explicit BertForSequenceClassificationImpl(const BertOptions& o);

@@ -172,6 +172,40 @@ TEST(Bert, SequenceClassificationGivesThePythonReferencesLogits) {
   EXPECT_LE((alone - m->forward(in.ids, in.types, in.mask).narrow(0, 2, 1)).abs().max().item<double>(), 1e-5);
 }
 
+// classifier_pooling mean: the pooler reads the mean of the unpadded tokens' last hidden
+// states (padding changes nothing), and such a model has no Hugging Face form to export to.
+TEST(Bert, MeanPoolingReadsTheMeanOfTheUnpaddedTokens) {
+  torch::manual_seed(5);
+  auto o = tiny();
+  o.classifier_pooling = "mean";
+  models::BertForSequenceClassification m(o);
+  perturb(m);
+  const Inputs in = inputs();
+  torch::NoGradGuard g;
+  const auto logits = m->forward(in.ids, in.types, in.mask);
+  const auto hidden = m->bert(in.ids, in.types, in.mask);
+  const auto keep = in.mask.unsqueeze(-1).to(torch::kFloat);
+  auto params = m->named_parameters();
+  const auto pooled = torch::tanh(torch::nn::functional::linear((hidden * keep).sum(1) / keep.sum(1),
+                                                                params["bert.pooler.dense.weight"],
+                                                                params["bert.pooler.dense.bias"]));
+  const auto want = torch::nn::functional::linear(pooled, params["classifier.weight"], params["classifier.bias"]);
+  EXPECT_LE((logits - want).abs().max().item<double>(), 1e-5);
+  auto cls = o;
+  cls.classifier_pooling = "cls";
+  models::BertForSequenceClassification first(cls);
+  first->eval();
+  for (auto& p : first->named_parameters()) p.value().copy_(params[p.key()]);
+  EXPECT_GT((first->forward(in.ids, in.types, in.mask) - logits).abs().max().item<double>(), 1e-3);
+  auto alone = m->forward(in.ids.narrow(0, 2, 1).narrow(1, 0, 4), in.types.narrow(0, 2, 1).narrow(1, 0, 4));
+  EXPECT_LE((alone - logits.narrow(0, 2, 1)).abs().max().item<double>(), 1e-5);
+  json section = to_json(o);
+  section["model_type"] = "bert";
+  EXPECT_THROW(models::to_hf_config(section, "text_classification"), Error);
+  section["classifier_pooling"] = "cls";
+  EXPECT_EQ(models::to_hf_config(section, "text_classification").count("classifier_pooling"), 0u);
+}
+
 // Document 000's own BERT, defects included, against its PyTorch code (tests/py/bert_doc000.py)
 // with the same weights: the same MLM log-probabilities and NSP logits within 1e-5.
 TEST(BertDoc000, MatchesTheDocumentsPyTorchCode) {
