@@ -304,6 +304,7 @@ TEST(BertPretraining, ElectraLearnsWhichTokensWereReplaced) {
   r = test::run_zoo("export --checkpoint " + checkpoint + " --out " + (dir / "exported"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("fine-tune it (zoo finetune --from CHECKPOINT) and export that"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "exported")) << "a refused export writes nothing";
 
   // The samples come from the batch seeds: 4 steps straight, and 2 + resume + 2, the same losses.
   const std::string steps = options + " --set data.next_sentence_prediction=false --set train.logging_steps=1"

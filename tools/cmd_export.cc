@@ -74,11 +74,13 @@ int run_export(const ExportArgs& a) {
   // Loading checks that the weights match the config before anything is written; a LoRA
   // run's adapters are merged into the weights (W + (alpha / r) B A).
   auto task = load_task(a.checkpoint, {}, torch::Device(torch::kCPU));
+  const json& config = task->config();
+  // A model with no Hugging Face form is refused here, before anything is written.
+  const json hf_config = models::to_hf_config(config.at("model"), task_name(config));
   fs::create_directories(a.out, ec);
   if (ec) throw Error(cat(a.out, ": cannot create: ", ec.message()));
-  const json& config = task->config();
   save_model(*task->model(), (fs::path(a.out) / "model.safetensors").string(), config, shard_bytes(a.max_shard_size));
-  write_json_file((fs::path(a.out) / "config.json").string(), models::to_hf_config(config.at("model"), task_name(config)));
+  write_json_file((fs::path(a.out) / "config.json").string(), hf_config);
   task->save_assets(a.out);
   if (config.at("model").value("model_type", "") == "gpt2") {  // as save_pretrained: the generation defaults
     json generation = {{"_from_model_config", true}};

@@ -96,8 +96,12 @@ echo "== classify ($OUT/classify.txt)"
 printf '%s\n' "One of the best films I have seen: moving, funny and beautifully acted." \
   "A dull, boring mess. I want my two hours back." | "$ZOO" classify --checkpoint "$TUNED" | tee "$OUT/classify.txt"
 
-echo "== export ($OUT/export)"
-"$ZOO" export --checkpoint "$TUNED" --out "$OUT/export"
+if grep -q '"classifier_pooling": *"mean"' "$TUNED/config.json"; then
+  echo "== export skipped: a mean-pooled classifier (model.classifier_pooling mean) has no Hugging Face form"
+else
+  echo "== export ($OUT/export)"
+  "$ZOO" export --checkpoint "$TUNED" --out "$OUT/export"
+fi
 if [ "$LORA" -gt 0 ]; then
   rm -rf "$OUT/export-adapter"
   "$ZOO" export --checkpoint "$TUNED" --out "$OUT/export-adapter" --adapter
