@@ -1,10 +1,11 @@
 # The speed parts of tools/check_gpu.sh (speed, families, nccl, precision), sourced by it after the
 # build: uses its want, step, status, left, ZOO, PY, BUILD, RUNS and OUT_DIR. Not run on its own.
 #   speed     GPT-2 124M bf16 training step (batch 16 x 1,024, AdamW, clipping): zoo as zoo
-#             train runs it, with clipping that does not read the norm back, and as one CUDA
-#             graph; eager PyTorch (AdamW(fused=True)) and torch.compile; ms/step, tokens/s and
-#             MFU in speed_table.md; each side's phases (ZOO_BENCH_PHASES) and GPU kernel time
-#             by kind (kernel_table.txt, from Kineto traces of both sides).
+#             train runs it, with the output layer's loss before its fused form (--unfused-loss),
+#             with clipping that does not read the norm back, and as one CUDA graph; eager
+#             PyTorch (AdamW(fused=True)) and torch.compile; ms/step, tokens/s and MFU in
+#             speed_table.md; each side's phases (ZOO_BENCH_PHASES) and GPU kernel time by kind
+#             (kernel_table.txt, from Kineto traces of both sides).
 #   families  the ViT (ViT-Base/16 at 224), Transformer (base, 64 tokens each side) and BERT
 #             (document 000's, 256 wide) steps on cuda in bf16 beside their Python twins.
 #   nccl      whether the build has c10d NCCL, a one-process NCCL run (WORLD_SIZE=1) that
@@ -23,6 +24,7 @@ if want speed && left 120 speed; then
   zoo_run() { echo "## $1" >>"$S"; shift; "$BUILD/zoo_bench_gpt" --mode train "${timed[@]}" "$@" >>"$S" 2>&1 || status=1; }
   py_run() { echo "## $1" >>"$S"; shift; "$PY" tools/bench/gpt_bench.py "${timed[@]}" "$@" >>"$S" 2>&1 || status=1; }
   zoo_run "zoo, as zoo train (norm read back)"
+  zoo_run "zoo, the loss before its fused form (--unfused-loss)" --unfused-loss
   py_run "eager PyTorch, AdamW(fused=True)"
   py_run "eager PyTorch, vocabulary padded to 50,304 (nanoGPT's choice; another model)" --pad-vocab
   zoo_run "zoo, clipping without read-back" --async-clip
@@ -51,14 +53,15 @@ if want speed && left 120 speed; then
     step "GPU kernel time per step by kind (Kineto traces, 5 steps each)"
     K="$RUNS/kernels" && mkdir -p "$K"
     few=(--device cuda --precision bf16 "${GPT2[@]}" --steps 5 --warmup 3)
-    # ZOO_CHECK_TRACES: which of the traces to take (default all four).
-    kinds=${ZOO_CHECK_TRACES:-zoo graph eager compiled}
+    # ZOO_CHECK_TRACES: which of the traces to take (default all five).
+    kinds=${ZOO_CHECK_TRACES:-zoo unfused graph eager compiled}
     trace() {  # NAME COMMAND...
       local name=$1; shift
       case " $kinds " in *" $name "*) ZOO_BENCH_KERNELS="$K/$name.json" "$@" >/dev/null 2>"$K/$name.err" || status=1 ;; esac
     }
     rm -f "$K"/*.json
     trace zoo "$BUILD/zoo_bench_gpt" --mode train "${few[@]}"
+    trace unfused "$BUILD/zoo_bench_gpt" --mode train "${few[@]}" --unfused-loss
     trace graph "$BUILD/zoo_bench_gpt" --mode train "${few[@]}" --cuda-graph
     trace eager "$PY" tools/bench/gpt_bench.py "${few[@]}"
     trace compiled "$PY" tools/bench/gpt_bench.py "${few[@]}" --compile

@@ -1,14 +1,10 @@
 #pragma once
 // The output layer and its loss in one call, for the language models' training step.
-#include <limits>
-
 #include <torch/torch.h>
-
-#include "models/kernels/linear.h"
 
 namespace zoo::models {
 
-/// Mean cross-entropy of the rows of x W^T (in fp32) against `labels`, as
+/// Mean cross-entropy of the rows of x W^T (in fp32) against `labels` (-100: ignored), as
 /// F::cross_entropy(linear(x, W).to(kFloat).flatten(0, -2), labels.flatten()).
 ///
 /// `pad_to` > 1: W is padded with zero rows to a multiple of it, and the padding's logits get a
@@ -17,18 +13,26 @@ namespace zoo::models {
 /// their gradient's padded copy is made (what linear() pays on CUDA for GPT-2's 50,257 words;
 /// docs/results.md, *GPU speed*). 0 (the default): as linear() would, padded on CUDA where
 /// linear() pads.
-inline torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& labels,
-                                          int64_t pad_to = 0) {
-  const int64_t n = weight.size(0);
-  if (pad_to == 0) pad_to = x.is_cuda() && pads_output_width(x, weight) ? 64 : 1;
-  const int64_t extra = (n + pad_to - 1) / pad_to * pad_to - n;
-  if (extra == 0)
-    return torch::nn::functional::cross_entropy(linear(x, weight, torch::Tensor()).to(torch::kFloat).flatten(0, -2), labels.flatten());
-  const auto w = torch::constant_pad_nd(weight, {0, 0, 0, extra});
-  auto bias = torch::zeros({n + extra}, weight.options().requires_grad(false));
-  bias.narrow(0, n, extra).fill_(-std::numeric_limits<float>::infinity());
-  const auto logits = at::linear(x, w, bias).to(torch::kFloat);
-  return torch::nn::functional::cross_entropy(logits.flatten(0, -2), labels.flatten());
-}
+///
+/// On CUDA under bf16 or fp16 autocast (LibTorch >= 2.8) the loss goes through
+/// linear_cross_entropy_fused in fp16.
+torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& labels,
+                                   int64_t pad_to = 0);
+
+/// The loss without the fused form: linear(), padded as `pad_to` asks, its logits copied to fp32
+/// for F::cross_entropy (what linear_cross_entropy runs but on CUDA in bf16 or fp16).
+torch::Tensor linear_cross_entropy_unfused(const torch::Tensor& x, const torch::Tensor& weight,
+                                           const torch::Tensor& labels, int64_t pad_to = 0);
+
+/// The same loss with the product in `dtype` and the softmax's gradient formed directly: the
+/// logits come out of the product in `dtype`, the log-softmax reads them and writes fp32 (one
+/// pass: CUDA's half-to-float softmax, which takes fp16 only), and the backward pass writes
+/// exp(log p) - onehot(label) straight into `dtype` for the two products, which give fp32.
+/// Neither the logits' fp32 copy, the loss's fp32 gradient nor its cast back is made
+/// (docs/results.md, *GPU speed*). In fp16 the logits and x are 8x finer than in bf16 and the
+/// unscaled softmax gradient lies in [-1, 1]; the loss's scale (1 / valid rows, and a
+/// GradScaler's factor) is applied to the products' fp32 results. The tests run it in fp32.
+torch::Tensor linear_cross_entropy_fused(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& labels,
+                                         int64_t pad_to, torch::ScalarType dtype);
 
 }  // namespace zoo::models

@@ -25,7 +25,8 @@
 //   timed steps, for tools/bench/kernel_table.py.
 //   --async-clip: clipping without reading the norm back to the host (zoo train reads it to
 //   log it). --cuda-graph: the whole step (forward to AdamW, clipping without reading back)
-//   captured once as a CUDA graph and replayed (LibTorch 2.x, CUDA).
+//   captured once as a CUDA graph and replayed (LibTorch 2.x, CUDA). --unfused-loss: the output
+//   layer's loss as before its fused form (models/kernels/cross_entropy.h), for before/after.
 #include <unistd.h>
 
 #include <chrono>
@@ -45,6 +46,7 @@
 #include "core/threads.h"
 #include "models/generation.h"
 #include "models/gpt.h"
+#include "models/kernels/cross_entropy.h"
 #include "tools/bench/bench_util.h"
 #include "tools/bench/kernel_trace.h"
 #include "io/checkpoint.h"
@@ -93,6 +95,7 @@ struct TrainSetup {
   std::string precision;  // fp32, bf16 or fp16
   bool async_clip, cuda_graph, recompute;
   int64_t lora;  // rank of LoRA adapters on c_attn (train.lora); 0 = full fine-tuning
+  bool unfused_loss;  // the output layer's loss as before linear_cross_entropy_fused
   bool amp() const { return precision != "fp32"; }
 };
 
@@ -118,7 +121,9 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   auto x = ids.narrow(1, 0, t).contiguous(), y = ids.narrow(1, 1, t).contiguous();
   auto loss_of = [&](const zoo::Batch& b) {
     zoo::AutocastGuard autocast(s.amp(), s.device, zoo::autocast_dtype(s.precision));  // the forward pass, as zoo train
-    return model->loss(b["input_ids"], b["labels"]);
+    if (!s.unfused_loss) return model->loss(b["input_ids"], b["labels"]);
+    auto* body = model->named_children()["transformer"]->as<zoo::models::GPT2ModelImpl>();
+    return zoo::models::linear_cross_entropy_unfused(body->forward(b["input_ids"]), body->wte->weight, b["labels"]);
   };
   // ZOO_BENCH_PHASES=1: the device is also synchronised between forward, backward, clipping
   // and AdamW, and each phase's median is printed (one slice: --shards 1).
@@ -315,12 +320,14 @@ int main(int argc, char** argv) {
   app.add_option("--device", device_spec, "train: cpu, cuda, cuda:N or mps");
   app.add_option("--precision", precision, "train: fp32, bf16 or fp16 autocast as train.precision")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
-  bool async_clip = false, cuda_graph = false, recompute = false;
+  bool async_clip = false, cuda_graph = false, recompute = false, unfused_loss = false;
   int64_t lora = 0;
   app.add_option("--lora", lora, "train: LoRA adapters of this rank on c_attn (alpha 2r), the rest frozen (train.lora)");
   app.add_flag("--gradient-checkpointing", recompute, "train: recompute each block in backward (train.gradient_checkpointing)");
   app.add_flag("--async-clip", async_clip, "train: clip without reading the norm back to the host");
   app.add_flag("--cuda-graph", cuda_graph, "train: capture the step as a CUDA graph and replay it (CUDA, LibTorch 2.x)");
+  app.add_flag("--unfused-loss", unfused_loss,
+               "train: the loss through linear() and fp32 logits, as before the fused form (CUDA bf16/fp16)");
   app.add_option("--prompt", prompt, "generate: prompt tokens");
   app.add_option("--new", new_tokens, "generate: tokens to generate");
   CLI11_PARSE(app, argc, argv);
@@ -336,7 +343,8 @@ int main(int argc, char** argv) {
       if (cuda_graph && !device.is_cuda()) throw zoo::Error("--cuda-graph needs --device cuda");
       if (cuda_graph && precision == "fp16") throw zoo::Error("--cuda-graph does not run with fp16's loss scaling");
       if (recompute) shards = 1;  // as zoo train: recomputed blocks run one slice
-      return train_mode(o, {batch, steps, warmup, shards, device, precision, async_clip, cuda_graph, recompute, lora});
+      return train_mode(o, {batch, steps, warmup, shards, device, precision, async_clip, cuda_graph, recompute, lora,
+                                  unfused_loss});
     } catch (const zoo::Error& e) {
       std::cerr << "zoo_bench_gpt: " << e.what() << std::endl;
       return 2;
