@@ -132,13 +132,9 @@ torch::Tensor linear_cross_entropy_fused(const torch::Tensor& x, const torch::Te
 torch::Tensor linear_cross_entropy_unfused(const torch::Tensor& x, const torch::Tensor& weight,
                                            const torch::Tensor& labels, int64_t pad_to) {
   if (pad_to == 0) pad_to = default_padding(x, weight);
-  const int64_t n = weight.size(0), extra = padding_rows(n, pad_to);
-  if (extra == 0)
-    return torch::nn::functional::cross_entropy(linear(x, weight, torch::Tensor()).to(torch::kFloat).flatten(0, -2),
-                                                labels.flatten());
-  const auto w = torch::constant_pad_nd(weight, {0, 0, 0, extra});
-  const auto logits = at::linear(x, w, padding_bias(n, extra, weight.options())).to(torch::kFloat);
-  return torch::nn::functional::cross_entropy(logits.flatten(0, -2), labels.flatten());
+  const auto [w, bias] = padded(weight, padding_rows(weight.size(0), pad_to));
+  const auto logits = bias.defined() ? at::linear(x, w, bias) : linear(x, weight, torch::Tensor());
+  return torch::nn::functional::cross_entropy(logits.to(torch::kFloat).flatten(0, -2), labels.flatten());
 }
 
 torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& labels,
