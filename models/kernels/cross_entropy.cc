@@ -139,8 +139,9 @@ torch::Tensor linear_cross_entropy_unfused(const torch::Tensor& x, const torch::
 
 torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& labels,
                                    int64_t pad_to) {
-  if (!fuses_in_half(x)) return linear_cross_entropy_unfused(x, weight, labels, pad_to);
-  return linear_cross_entropy_fused(x, weight, labels, pad_to == 0 ? default_padding(x, weight) : pad_to, at::kHalf);
+  if (pad_to == 0) pad_to = default_padding(x, weight);
+  if (fuses_in_half(x)) return linear_cross_entropy_fused(x, weight, labels, pad_to, at::kHalf);
+  return linear_cross_entropy_unfused(x, weight, labels, pad_to);
 }
 
 }  // namespace zoo::models

@@ -119,10 +119,10 @@ int train_mode(const zoo::models::GPT2Options& o, const TrainSetup& s) {
   const int64_t t = o.n_positions;
   auto ids = torch::randint(0, o.vocab_size, {s.batch, t + 1}, torch::kLong).to(s.device);
   auto x = ids.narrow(1, 0, t).contiguous(), y = ids.narrow(1, 1, t).contiguous();
+  auto* body = model->named_children()["transformer"]->as<zoo::models::GPT2ModelImpl>();  // for --unfused-loss
   auto loss_of = [&](const zoo::Batch& b) {
     zoo::AutocastGuard autocast(s.amp(), s.device, zoo::autocast_dtype(s.precision));  // the forward pass, as zoo train
     if (!s.unfused_loss) return model->loss(b["input_ids"], b["labels"]);
-    auto* body = model->named_children()["transformer"]->as<zoo::models::GPT2ModelImpl>();
     return zoo::models::linear_cross_entropy_unfused(body->forward(b["input_ids"]), body->wte->weight, b["labels"]);
   };
   // ZOO_BENCH_PHASES=1: the device is also synchronised between forward, backward, clipping
