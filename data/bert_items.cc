@@ -1,11 +1,13 @@
 #include "data/bert_items.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <random>
 
 #include "core/paths.h"
+#include "data/mask_weights.h"
 #include "data/reviews.h"
 
 namespace fs = std::filesystem;
@@ -40,9 +42,10 @@ void BertItems::build() {
   if (data_.max_reviews > 0 && static_cast<int64_t>(texts.size()) > data_.max_reviews)
     texts.resize(static_cast<size_t>(data_.max_reviews));
   if (texts.empty()) throw Error(cat(path, ": no reviews"));
-  std::vector<std::string> reviews;
+  std::vector<std::string> reviews, labels;
   reviews.reserve(texts.size());
-  for (auto& t : texts) reviews.push_back(std::move(t.text));
+  labels.reserve(texts.size());
+  for (auto& t : texts) reviews.push_back(std::move(t.text)), labels.push_back(std::move(t.label));
   BertExampleOptions o;
   o.masking = data_.masking;
   o.mask_probability = data_.mask_probability;
@@ -61,10 +64,32 @@ void BertItems::build() {
                     " examples; BERT pretraining needs reviews of two sentences (or, with data.layout segments, two words) or more"));
   const auto held_out = static_cast<int64_t>(static_cast<double>(examples_.size()) * data_.validation_fraction);
   train_items_ = examples_.size() - held_out;
+  weigh_masks(reviews, labels, path);
   std::cerr << "zoo: " << reviews.size() << " reviews -> " << examples_.size() << " examples ("
             << held_out << " held out), " << examples_.width << " tokens wide (sentence length "
             << examples_.sentence_length << "), vocabulary "
             << examples_.vocab.size() << std::endl;
+}
+
+void BertItems::weigh_masks(const std::vector<std::string>& reviews, const std::vector<std::string>& labels,
+                            const std::string& where) {
+  if (data_.mask_weighting == "uniform") return;
+  if (!data_.dynamic_masking)
+    throw Error(cat("config: data.mask_weighting ", data_.mask_weighting,
+                    " weighs the masks drawn each batch; set data.dynamic_masking true as well"));
+  if (data_.mask_weighting == "frequency")
+    mask_weights_ = frequency_mask_weights(examples_.original, static_cast<size_t>(train_items_ * examples_.width),
+                                           examples_.vocab.size());
+  else
+    mask_weights_ = label_mask_weights(reviews, labels, examples_.vocab, where);
+  std::vector<int64_t> ids(mask_weights_.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
+  const auto favoured = std::min<size_t>(10, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(favoured), ids.end(),
+                    [&](int64_t a, int64_t b) { return mask_weights_[a] > mask_weights_[b]; });
+  std::cerr << "zoo: data.mask_weighting " << data_.mask_weighting << " favours";
+  for (size_t i = 0; i < favoured; ++i) std::cerr << " " << examples_.vocab.token(ids[i]);
+  std::cerr << std::endl;
 }
 
 Batch BertItems::batch_of(const std::vector<int64_t>& items) const {
@@ -103,8 +128,9 @@ Batch BertItems::train_batch(const std::vector<int64_t>& indices, uint64_t seed)
 }
 
 // Each row's word tokens (not [CLS], [SEP] or padding): round(mask_probability x their count)
-// distinct positions, 80% [MASK], 10% a random word, 10% kept; as the static draw of
-// build_bert_examples with masking "bert", but from the batch's seed.
+// distinct positions (by data.mask_weighting's weights when set), 80% [MASK], 10% a random
+// word, 10% kept; as the static draw of build_bert_examples with masking "bert", but from the
+// batch's seed.
 void BertItems::remask(Batch& b) const {
   auto& ids = b["input_ids"];
   auto& labels = b["labels"];
@@ -116,6 +142,7 @@ void BertItems::remask(Batch& b) const {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const int64_t vocab = examples_.vocab.size(), first_word = BertVocab::kFirstWord;
   std::vector<int64_t> words;
+  std::vector<float> weights;
   for (int64_t r = 0; r < original.size(0); ++r) {
     words.clear();
     for (int64_t p = 0; p < original.size(1); ++p) {
@@ -124,8 +151,14 @@ void BertItems::remask(Batch& b) const {
     }
     const auto n = static_cast<int64_t>(words.size());
     const auto k = static_cast<int64_t>(std::nearbyint(static_cast<double>(n) * data_.mask_probability));
-    for (int64_t d = 0; d < k; ++d) {  // partial Fisher-Yates: k distinct positions
-      std::swap(words[d], words[std::uniform_int_distribution<int64_t>(d, n - 1)(rng)]);
+    if (!mask_weights_.empty()) {
+      weights.resize(words.size());
+      for (size_t i = 0; i < words.size(); ++i) weights[i] = mask_weights_[static_cast<size_t>(po[r][words[i]])];
+      weighted_choice(words, weights, k, rng);
+    }
+    for (int64_t d = 0; d < k; ++d) {
+      // partial Fisher-Yates: k distinct positions (weighted ones are already in front)
+      if (mask_weights_.empty()) std::swap(words[d], words[std::uniform_int_distribution<int64_t>(d, n - 1)(rng)]);
       const int64_t p = words[d];
       const double u = unit(rng);
       if (u < 0.8) pi[r][p] = BertVocab::kMask;

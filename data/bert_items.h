@@ -30,6 +30,7 @@ struct BertPretrainingDataOptions {
   std::string position_offset = "zero";
   bool next_sentence_prediction = true;
   bool dynamic_masking = false;
+  std::string mask_weighting = "uniform";
   double validation_fraction = 0.02;
   bool strict = false;
   bool replace_invalid_utf8 = false;
@@ -70,6 +71,12 @@ struct BertPretrainingDataOptions {
     v("dynamic_masking", dynamic_masking,
       "false: each item's masked positions are drawn once; true: a new draw for every training batch, from the "
       "batch's seed (RoBERTa's dynamic masking; evaluation keeps the fixed draw)");
+    v("mask_weighting", mask_weighting,
+      "with dynamic_masking, which words the draw favours (data/mask_weights.h): uniform (the paper); frequency "
+      "(count^-1/2: content words over \"the\" and \".\"); label_odds (words that tell the two labels of the "
+      "labelled folders apart, e.g. train/pos and train/neg: task-guided masking; the model reads no label). "
+      "Evaluation keeps the uniform fixed draw, so held-out MLM figures compare across weightings",
+      one_of({"uniform", "frequency", "label_odds"}));
     v("validation_fraction", validation_fraction, "the last share of the examples held out for validation",
       between(0, 0.5));
     v("strict", strict, "a bad review (empty, invalid UTF-8, malformed CSV row) stops the run instead of being skipped");
@@ -102,11 +109,14 @@ class BertItems {
  private:
   Batch batch_of(const std::vector<int64_t>& items) const;
   void remask(Batch& batch) const;
+  void weigh_masks(const std::vector<std::string>& reviews, const std::vector<std::string>& labels,
+                   const std::string& where);
 
   BertPretrainingDataOptions data_;
   uint64_t seed_ = 0;
   BertExamples examples_;
   int64_t train_items_ = 0;
+  std::vector<float> mask_weights_;  // per vocabulary id; empty = uniform
 };
 
 }  // namespace zoo::data
