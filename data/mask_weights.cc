@@ -12,7 +12,8 @@ namespace zoo::data {
 
 std::vector<float> frequency_mask_weights(const std::vector<int32_t>& original, size_t tokens, int64_t vocab_size) {
   std::vector<int64_t> counts(static_cast<size_t>(vocab_size), 0);
-  for (size_t i = 0; i < std::min(tokens, original.size()); ++i)
+  const size_t end = std::min(tokens, original.size());
+  for (size_t i = 0; i < end; ++i)
     if (original[i] >= 0 && original[i] < vocab_size) ++counts[static_cast<size_t>(original[i])];
   std::vector<float> w(counts.size(), 0.0f);
   for (int64_t id = BertVocab::kUnk; id < vocab_size; ++id)

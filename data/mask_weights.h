@@ -19,11 +19,11 @@
 namespace zoo::data {
 
 /// count^-1/2 of every id over `original`'s first `tokens` entries (ids never seen weigh as
-/// seen once); the specials weigh 0.
+/// seen once); [CLS] [PAD] [MASK] [SEP] weigh 0, [UNK] as a word.
 std::vector<float> frequency_mask_weights(const std::vector<int32_t>& original, size_t tokens, int64_t vocab_size);
 
 /// 0.05 + |log odds| per vocabulary id from the basic_english words of `texts`, labels[i]
-/// being texts[i]'s ("" = unlabelled, left out); the specials weigh 0. Throws zoo::Error
+/// being texts[i]'s ("" = unlabelled, left out); [CLS] [PAD] [MASK] [SEP] weigh 0. Throws zoo::Error
 /// unless exactly two labels occur (`where` names the data in the message).
 std::vector<float> label_mask_weights(const std::vector<std::string>& texts, const std::vector<std::string>& labels,
                                       const BertVocab& vocab, const std::string& where);
