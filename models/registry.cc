@@ -67,6 +67,11 @@ const std::map<std::string, Preset>& presets() {
        {"bert",
         {{"hidden_size", 256}, {"num_hidden_layers", 4}, {"num_attention_heads", 4}, {"intermediate_size", 1024},
          {"max_position_embeddings", 512}}}},
+      // BERT-tiny's shape (Turc et al. 2019: 2 layers, 128 wide) for IMDB on a 2-core CPU.
+      {"bert-tiny-imdb",
+       {"bert",
+        {{"hidden_size", 128}, {"num_hidden_layers", 2}, {"num_attention_heads", 2}, {"intermediate_size", 512},
+         {"max_position_embeddings", 512}}}},
       // "Attention Is All You Need"'s base model: 6 + 6 layers, 512 wide, 8 heads, 2048, dropout 0.1.
       {"transformer-base", {"transformer", json::object()}},
       // Sized for the Tatoeba Chinese-English pairs (~27k) on a 2-core CPU.

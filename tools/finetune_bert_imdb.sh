@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# BERT on IMDB end to end: pretrain (MLM + NSP) on the reviews (64-token items), fine-tune
-# for sentiment on 384-token texts,
+# BERT on IMDB end to end: pretrain BERT-tiny (MLM with task-guided masks) on the reviews
+# (64-token items, about an hour on one core), fine-tune for sentiment on 384-token texts,
 # evaluate the checkpoint with the best validation accuracy on the 25,000 test reviews, classify
 # two sentences, export for transformers.
 #
@@ -8,16 +8,16 @@
 #                               [-- EXTRA --set ARGS for both runs]
 #
 # Needs the reviews: tools/fetch_data.sh imdb. The recipes are tools/recipes/bert_imdb_pretrain.json
-# and bert_imdb_sentiment.json. --quick is a smoke run: a tiny BERT, 300 reviews, a few dozen
-# steps each (minutes on a CPU; accuracy near chance). --gpu is sized for about 10 minutes of
-# one H100 (an estimate from the arithmetic, not yet timed on one): BERT-medium's shape (8 layers,
-# 512 wide, 8 heads), 128-token items in batches of 256 for 8,000 steps (about 10 epochs of the
-# reviews, so with masks drawn anew for each batch), then fine-tuning on
-# 512-token texts for 3 epochs, on --device cuda unless given. --lora R fine-tunes LoRA adapters of rank R
-# on query and value (alpha 2R, learning rate 1e-3) with the pretrained body frozen; the
-# classifier and the new pooler train in full (PEFT's modules_to_save); the export then also
-# holds the adapter alone (export-adapter/). --gradient-checkpointing recomputes each layer's
-# activations in backward in both runs.
+# and bert_imdb_sentiment.json. --quick is a smoke run: a smaller BERT, 300 reviews (all
+# positive, so the masks are drawn uniformly), a few dozen steps each (minutes on a CPU;
+# accuracy near chance). --gpu is sized for about 10 minutes of one H100 (an estimate from the
+# arithmetic, not yet timed on one): BERT-medium's shape (8 layers, 512 wide, 8 heads),
+# 128-token items in batches of 256 for 8,000 steps (about 10 epochs of the reviews), then
+# fine-tuning on 512-token texts for 3 epochs, on --device cuda unless given. --lora R
+# fine-tunes LoRA adapters of rank R on query and value (alpha 2R, learning rate 1e-3) with the
+# pretrained body frozen; the classifier and the new pooler train in full (PEFT's
+# modules_to_save); the export then also holds the adapter alone (export-adapter/).
+# --gradient-checkpointing recomputes each layer's activations in backward in both runs.
 #
 # Output (default runs/bert_imdb): pretrain/ and sentiment/ (the runs), eval.json, classify.txt,
 # export/ (model.safetensors + Hugging Face config.json + vocab.txt).
@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
     --lora) LORA=$2; shift 2 ;;
     --gradient-checkpointing) CHECKPOINTING=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "finetune_bert_imdb.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -51,7 +51,7 @@ PRE=() CLS=()
 if [ "$QUICK" = 1 ]; then
   SMALL=(--set model.hidden_size=32 --set model.num_hidden_layers=1 --set model.num_attention_heads=2
          --set model.intermediate_size=64 --set model.max_position_embeddings=128)
-  PRE=("${SMALL[@]}" --set data.max_reviews=300 --set data.max_length=64 --set train.max_steps=30 --set train.eval_steps=30
+  PRE=("${SMALL[@]}" --set data.max_reviews=300 --set data.mask_weighting=uniform --set data.max_length=64 --set train.max_steps=30 --set train.eval_steps=30
        --set train.save_steps=30 --set train.warmup_steps=0 --set train.logging_steps=10)
   CLS=("${SMALL[@]}" --set data.max_length=64 --set data.max_train_samples=300 --set data.valid_size=50
        --set data.max_eval_samples=200 --set train.max_steps=30 --set train.eval_steps=30 --set train.save_steps=30
