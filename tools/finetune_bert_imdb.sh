@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # BERT on IMDB end to end: pretrain BERT-tiny (MLM with task-guided masks) on the reviews
-# (64-token items, about an hour on one core), fine-tune for sentiment on 384-token texts,
+# (64-token items) for an hour, then for a second hour from there with a fresh schedule
+# (learning rate 5e-4, warm-up 300; --one-hour stops after the first), fine-tune for
+# sentiment on 384-token texts,
 # evaluate the checkpoint with the best validation accuracy on the 25,000 test reviews, classify
 # two sentences, export for transformers.
 #
-#   tools/finetune_bert_imdb.sh [--out DIR] [--device D] [--quick | --gpu] [--lora R] [--gradient-checkpointing]
+#   tools/finetune_bert_imdb.sh [--out DIR] [--device D] [--quick | --gpu] [--one-hour] [--lora R]
+#                               [--gradient-checkpointing]
 #                               [-- EXTRA --set ARGS for both runs]
 #
 # Needs the reviews: tools/fetch_data.sh imdb. The recipes are tools/recipes/bert_imdb_pretrain.json
@@ -12,29 +15,30 @@
 # positive, so the masks are drawn uniformly), a few dozen steps each (minutes on a CPU;
 # accuracy near chance). --gpu is sized for about 10 minutes of one H100 (an estimate from the
 # arithmetic, not yet timed on one): BERT-medium's shape (8 layers, 512 wide, 8 heads),
-# 128-token items in batches of 256 for 8,000 steps (about 10 epochs of the reviews), then
-# fine-tuning on 512-token texts for 3 epochs, on --device cuda unless given. --lora R
+# 128-token items in batches of 256 for 8,000 steps (one phase, about 10 epochs of the reviews),
+# then fine-tuning on 512-token texts for 3 epochs, on --device cuda unless given. --lora R
 # fine-tunes LoRA adapters of rank R on query and value (alpha 2R, learning rate 1e-3) with the
 # pretrained body frozen; the classifier and the new pooler train in full (PEFT's
 # modules_to_save); the export then also holds the adapter alone (export-adapter/).
 # --gradient-checkpointing recomputes each layer's activations in backward in both runs.
 #
-# Output (default runs/bert_imdb): pretrain/ and sentiment/ (the runs), eval.json, classify.txt,
-# export/ (model.safetensors + Hugging Face config.json + vocab.txt).
+# Output (default runs/bert_imdb): pretrain/, pretrain2/ and sentiment/ (the runs), eval.json,
+# classify.txt, export/ (model.safetensors + Hugging Face config.json + vocab.txt).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ZOO=${ZOO:-$ROOT/build/zoo}
-OUT=runs/bert_imdb DEVICE=auto QUICK=0 GPU=0 LORA=0 CHECKPOINTING=0
+OUT=runs/bert_imdb DEVICE=auto QUICK=0 GPU=0 PHASES=2 LORA=0 CHECKPOINTING=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift 2 ;;
     --device) DEVICE=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
     --gpu) GPU=1; shift ;;
+    --one-hour) PHASES=1; shift ;;
     --lora) LORA=$2; shift 2 ;;
     --gradient-checkpointing) CHECKPOINTING=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "finetune_bert_imdb.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -60,6 +64,7 @@ fi
 if [ "$GPU" = 1 ]; then
   [ "$QUICK" = 1 ] && { echo "finetune_bert_imdb.sh: --quick and --gpu do not go together" >&2; exit 2; }
   [ "$DEVICE" = auto ] && DEVICE=cuda
+  PHASES=1
   MEDIUM=(--set model.hidden_size=512 --set model.num_hidden_layers=8 --set model.num_attention_heads=8
           --set model.intermediate_size=2048)
   PRE=("${MEDIUM[@]}" --set data.max_length=128 --set data.dynamic_masking=true --set train.per_device_train_batch_size=256
@@ -74,6 +79,13 @@ echo "== pretraining ($OUT/pretrain)"
   "${PRE[@]}" "${EXTRA[@]}"
 last() { ls -d "$1"/checkpoint-* | sort -t- -k2 -n | tail -1; }
 PRETRAINED=$(last "$OUT/pretrain")
+if [ "$PHASES" = 2 ]; then
+  echo "== pretraining, the second hour ($OUT/pretrain2, from $PRETRAINED)"
+  # The recipe's items and masks again, with a new optimizer and schedule; --quick's settings win.
+  "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" --output-dir "$OUT/pretrain2" \
+    --device "$DEVICE" --set train.learning_rate=5e-4 --set train.warmup_steps=300 "${PRE[@]}" "${EXTRA[@]}"
+  PRETRAINED=$(last "$OUT/pretrain2")
+fi
 
 echo "== fine-tuning from $PRETRAINED ($OUT/sentiment)"
 "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_sentiment.json" \
