@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/bert_electra.h"
+#include "models/kernels/cross_entropy.h"
 #include "models/kernels/dropout.h"
 #include "models/kernels/gelu.h"
 #include "models/module_path.h"
@@ -122,12 +123,14 @@ BertForPreTrainingImpl::BertForPreTrainingImpl(const BertOptions& o) : o_(o) {
 
 BertPreTrainingOutput BertForPreTrainingImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
                                                       const torch::Tensor& attention_mask, const torch::Tensor& selected,
-                                                      int64_t position_offset) {
+                                                      int64_t position_offset, const torch::Tensor& labels) {
   auto hidden = bert(input_ids, token_type_ids, attention_mask, position_offset);
   auto t = activation(o_.hidden_act, transform(selected.defined() ? hidden.index({selected}) : hidden));
   t = transform_norm(t.to(hidden.scalar_type()));  // under autocast the dense gives bf16; the norm's weights are fp32
-  return {torch::nn::functional::linear(t, bert->word_embeddings->weight, bias),
-          seq_relationship(bert->pool(hidden))};
+  auto next = seq_relationship(bert->pool(hidden));
+  const auto& words = bert->word_embeddings->weight;
+  if (labels.defined()) return {torch::Tensor(), next, linear_cross_entropy(t, words, labels, 0, bias)};
+  return {torch::nn::functional::linear(t, words, bias), next, torch::Tensor()};
 }
 
 BertForSequenceClassificationImpl::BertForSequenceClassificationImpl(const BertOptions& o) : o_(o) {

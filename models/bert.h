@@ -146,6 +146,7 @@ TORCH_MODULE(BertModel);
 struct BertPreTrainingOutput {
   torch::Tensor prediction_logits;        // (B, T, V) masked-language-model scores
   torch::Tensor seq_relationship_logits;  // (B, 2) is-next scores (index 0: is next, as Hugging Face)
+  torch::Tensor mlm_loss;                 // given labels: their mean cross-entropy (no prediction_logits then)
 };
 
 /// BERT with the MLM head (tied to the word embedding) and the next-sentence head.
@@ -154,10 +155,12 @@ class BertForPreTrainingImpl : public torch::nn::Module {
   explicit BertForPreTrainingImpl(const BertOptions& o);
   /// With `selected` (B, T) bool, prediction_logits holds only the selected positions'
   /// scores, (N, V) in row-major order: the MLM loss needs no others, and the vocabulary
-  /// projection is most of the head's cost.
+  /// projection is most of the head's cost. With `labels` (one word per selected position, -100:
+  /// ignored) mlm_loss is their mean cross-entropy instead, the vocabulary projection and the
+  /// softmax in one kernel (models/kernels/cross_entropy.h), and prediction_logits is not made.
   BertPreTrainingOutput forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids = {},
                                 const torch::Tensor& attention_mask = {}, const torch::Tensor& selected = {},
-                                int64_t position_offset = 0);
+                                int64_t position_offset = 0, const torch::Tensor& labels = {});
   BertModel bert{nullptr};
 
  private:

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "test_util.h"
@@ -154,6 +155,38 @@ TEST(Bert, PretrainingHeadsGiveThePythonReferencesOutputs) {
     for (auto& [name, t] : file) params[name].copy_(t);
   }
   EXPECT_TRUE(torch::equal(back->forward(in.ids, in.types, in.mask).prediction_logits, ours.prediction_logits));
+}
+
+// Given the selected tokens' words, the pretraining model's MLM loss (output layer and softmax
+// in one kernel) is the cross-entropy of its scores, and every parameter's gradient is the
+// same, the tied word embedding's and the decoder bias's included; an ignored label counts
+// for nothing.
+TEST(Bert, MlmLossWithLabelsEqualsTheCrossEntropyOfTheScores) {
+  torch::manual_seed(4);
+  models::BertForPreTraining m(tiny());
+  perturb(m);
+  const Inputs in = inputs();
+  auto selected = torch::rand(in.ids.sizes()).lt(0.4).logical_and(in.mask.to(torch::kBool));
+  selected[0][1] = true;
+  auto labels = torch::randint(0, tiny().vocab_size, {selected.sum().item<int64_t>()});
+  labels[0] = -100;
+  auto grads = [&](bool with_labels) {
+    m->zero_grad();
+    auto out = m->forward(in.ids, in.types, in.mask, selected, 0, with_labels ? labels : torch::Tensor());
+    auto loss = with_labels ? out.mlm_loss : torch::nn::functional::cross_entropy(out.prediction_logits, labels);
+    EXPECT_EQ(out.prediction_logits.defined(), !with_labels);
+    loss.backward();
+    std::map<std::string, torch::Tensor> g{{"loss", loss.detach()}};
+    for (const auto& p : m->named_parameters())
+      if (p.value().grad().defined()) g[p.key()] = p.value().grad().clone();
+    return g;
+  };
+  const auto want = grads(false), got = grads(true);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_TRUE(want.count("cls.predictions.bias") && want.count("bert.embeddings.word_embeddings.weight"));
+  for (const auto& [name, w] : want)
+    EXPECT_TRUE(torch::allclose(got.at(name), w, 1e-4, 1e-6))
+        << name << ": largest difference " << (got.at(name) - w).abs().max().item<double>();
 }
 
 TEST(Bert, SequenceClassificationGivesThePythonReferencesLogits) {

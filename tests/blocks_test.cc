@@ -15,7 +15,6 @@
 
 #include "models/attention.h"
 #include "models/blocks.h"
-#include "models/kernels/cross_entropy.h"
 #include "models/kernels/dropout.h"
 #include "models/kernels/linear.h"
 #include "models/module_path.h"
@@ -569,60 +568,6 @@ TEST(Linear, PaddedOutputWidthGivesThePlainProductAndGradients) {
         for (size_t i = 0; i < want.size(); ++i)
           EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-4, 1e-4)) << what << ", tensor " << i;
       }
-}
-
-// The output layer with its loss over padded rows (what GPT's training step runs on CUDA for
-// GPT-2's 50,257 words) gives the plain loss and gradients, with some rows ignored (label
-// -100): fp32 on the CPU to rounding, the fused form too (run there in fp32), and on CUDA under
-// bf16 autocast through linear_cross_entropy's own choice (the fused form in fp16 on
-// LibTorch >= 2.8), against the narrowed product's loss in bf16 and in fp32. A width that
-// needs no padding is left as it is.
-TEST(LinearCrossEntropy, PaddedRowsGiveThePlainLossAndGradients) {
-  torch::manual_seed(10);
-  for (int64_t n : {1037, 1024}) {
-    const auto x0 = torch::randn({2, 150, 16}), w0 = torch::randn({n, 16}) * 0.5;
-    auto labels0 = torch::randint(0, n, {2, 150});
-    labels0.index_put_({0, torch::indexing::Slice(140, torch::indexing::None)}, -100);
-    labels0.index_put_({1, 3}, -100);
-    enum Form { kPlain, kChosen, kFused };
-    auto run = [&](const torch::Device& device, Form form, int64_t pad_to, bool bf16) {
-      auto x = x0.to(device).detach().requires_grad_(), w = w0.to(device).detach().requires_grad_();
-      const auto labels = labels0.to(device);
-      torch::Tensor loss;
-      {
-        zoo::AutocastGuard autocast(bf16, device);
-        if (form == kPlain)
-          loss = torch::nn::functional::cross_entropy(linear(x, w, torch::Tensor()).to(torch::kFloat).flatten(0, 1),
-                                                      labels.flatten());
-        else if (form == kChosen)
-          loss = linear_cross_entropy(x, w, labels, pad_to);
-        else
-          loss = linear_cross_entropy_fused(x, w, labels, pad_to, torch::kFloat);
-      }
-      (loss * 3).backward();
-      return std::vector<torch::Tensor>{loss.detach().cpu(), x.grad().cpu().to(torch::kFloat),
-                                        w.grad().cpu().to(torch::kFloat)};
-    };
-    auto expect_close = [&](const std::vector<torch::Tensor>& got, const std::vector<torch::Tensor>& want,
-                            double tolerance, const std::string& what) {
-      EXPECT_EQ(got[0].dim(), 0) << what;
-      for (size_t i = 0; i < want.size(); ++i)
-        EXPECT_TRUE(torch::allclose(got[i], want[i], tolerance, tolerance))
-            << what << ", tensor " << i << ": largest difference " << (got[i] - want[i]).abs().max().item<double>();
-    };
-    const std::string width = " n=" + std::to_string(n);
-    const auto plain = run(torch::kCPU, kPlain, 0, false);
-    EXPECT_EQ(plain[1][0][145].abs().max().item<float>(), 0.0f) << "an ignored row has no gradient";
-    expect_close(run(torch::kCPU, kChosen, 64, false), plain, 1e-6, "cpu" + width);
-    expect_close(run(torch::kCPU, kChosen, 0, false), plain, 1e-6, "cpu, default padding," + width);
-    expect_close(run(torch::kCPU, kFused, 64, false), plain, 1e-6, "cpu, fused," + width);
-    expect_close(run(torch::kCPU, kFused, 1, false), plain, 1e-6, "cpu, fused, unpadded," + width);
-    if (torch::cuda::is_available()) {
-      const auto chosen = run(torch::kCUDA, kChosen, 0, true);
-      expect_close(chosen, run(torch::kCUDA, kPlain, 0, true), 2e-2, "cuda bf16" + width);
-      expect_close(chosen, run(torch::kCUDA, kPlain, 0, false), 5e-3, "cuda bf16 against fp32" + width);
-    }
-  }
 }
 
 // The mask, element by element, is the one apply_dropout documents: the seed is the default

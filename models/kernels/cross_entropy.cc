@@ -7,6 +7,7 @@
 
 #include "models/autocast_state.h"
 #include "models/kernels/linear.h"
+#include "models/kernels/softmax_rows.h"
 
 namespace zoo::models {
 
@@ -110,6 +111,51 @@ struct FusedLinearCrossEntropy : torch::autograd::Function<FusedLinearCrossEntro
   }
 };
 
+// The output layer and its loss on the CPU: the product in bf16 under autocast (else in x's
+// dtype), the loss from its scores by softmax_rows (no fp32 copy of them, no log-probabilities),
+// and in the backward pass the scores turned into their gradient in place for the products.
+struct CpuLinearCrossEntropy : torch::autograd::Function<CpuLinearCrossEntropy> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& labels,
+                               const c10::optional<torch::Tensor>& bias) {
+    const auto autocast = AutocastState::current();
+    const auto dtype = autocast.cpu ? autocast.cpu_dtype : x.scalar_type();
+    NoAutocast no_autocast;
+    const auto rows = x.reshape({-1, x.size(-1)}).to(dtype).contiguous();
+    const auto w = weight.to(dtype);
+    auto logits = bias ? at::addmm(bias->to(dtype), rows, w.t()) : at::mm(rows, w.t());
+    const auto flat = labels.reshape({-1});
+    const auto [stats, loss] = softmax_rows_loss(logits, flat, kIgnoreIndex);
+    const auto valid = flat.ne(kIgnoreIndex).sum().to(at::kFloat);
+    // The scores become their gradient in place: a second backward pass through this one
+    // fails autograd's check of the saved tensors' versions.
+    ctx->save_for_backward({rows, w, logits, stats, flat, valid});
+    ctx->saved_data["x_sizes"] = x.sizes();
+    ctx->saved_data["x_dtype"] = x.scalar_type();
+    ctx->saved_data["w_dtype"] = weight.scalar_type();
+    ctx->saved_data["has_bias"] = bias.has_value();
+    ctx->saved_data["b_dtype"] = bias ? bias->scalar_type() : at::kFloat;
+    return loss.sum() / valid;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    NoAutocast no_autocast;
+    auto saved = ctx->get_saved_variables();
+    const auto &rows = saved[0], &w = saved[1], &stats = saved[3], &flat = saved[4], &valid = saved[5];
+    auto& d = saved[2];
+    auto& data = ctx->saved_data;
+    softmax_rows_gradient_(d, stats, flat, grad[0].item<float>() / valid.item<float>(), kIgnoreIndex);
+    torch::Tensor dx, dw, db;
+    if (ctx->needs_input_grad(0))
+      dx = at::mm(d, w).to(data["x_dtype"].toScalarType()).view(data["x_sizes"].toIntVector());
+    if (ctx->needs_input_grad(1)) dw = at::mm(d.t(), rows).to(data["w_dtype"].toScalarType());
+    // The bias, when given, is the fourth input autograd tracks (labels, third, has no gradient).
+    if (data["has_bias"].toBool() && ctx->needs_input_grad(3)) db = d.sum(0).to(data["b_dtype"].toScalarType());  // sum(dtype=fp32) would copy d
+    return {dx, dw, torch::Tensor(), db};
+  }
+};
+
 // `pad_to` = 0: as linear() pads, on CUDA.
 int64_t default_padding(const torch::Tensor& x, const torch::Tensor& weight) {
   return x.is_cuda() && pads_output_width(x, weight) ? 64 : 1;
@@ -130,18 +176,26 @@ torch::Tensor linear_cross_entropy_fused(const torch::Tensor& x, const torch::Te
 }
 
 torch::Tensor linear_cross_entropy_unfused(const torch::Tensor& x, const torch::Tensor& weight,
-                                           const torch::Tensor& labels, int64_t pad_to) {
+                                           const torch::Tensor& labels, int64_t pad_to, const torch::Tensor& bias) {
   if (pad_to == 0) pad_to = default_padding(x, weight);
-  const auto [w, bias] = padded(weight, padding_rows(weight.size(0), pad_to));
-  const auto logits = bias.defined() ? at::linear(x, w, bias) : linear(x, weight, torch::Tensor());
+  const int64_t extra = padding_rows(weight.size(0), pad_to);
+  torch::Tensor logits;
+  if (extra == 0) {
+    logits = linear(x, weight, bias);
+  } else {
+    const auto [w, padding] = padded(weight, extra);
+    logits = at::linear(x, w, bias.defined() ? torch::cat({bias, torch::zeros({extra}, bias.options())}) + padding : padding);
+  }
   return torch::nn::functional::cross_entropy(logits.to(torch::kFloat).flatten(0, -2), labels.flatten());
 }
 
 torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& labels,
-                                   int64_t pad_to) {
+                                   int64_t pad_to, const torch::Tensor& bias) {
+  if (x.device().is_cpu())
+    return CpuLinearCrossEntropy::apply(x, weight, labels, bias.defined() ? c10::optional<torch::Tensor>(bias) : c10::nullopt);
   if (pad_to == 0) pad_to = default_padding(x, weight);
-  if (fuses_in_half(x)) return linear_cross_entropy_fused(x, weight, labels, pad_to, at::kHalf);
-  return linear_cross_entropy_unfused(x, weight, labels, pad_to);
+  if (fuses_in_half(x) && !bias.defined()) return linear_cross_entropy_fused(x, weight, labels, pad_to, at::kHalf);
+  return linear_cross_entropy_unfused(x, weight, labels, pad_to, bias);
 }
 
 }  // namespace zoo::models

@@ -4,8 +4,13 @@
 
 namespace zoo::models {
 
-/// Mean cross-entropy of the rows of x W^T (in fp32) against `labels` (-100: ignored), as
-/// F::cross_entropy(linear(x, W).to(kFloat).flatten(0, -2), labels.flatten()).
+/// Mean cross-entropy of the rows of x W^T + b (in fp32) against `labels` (-100: ignored), as
+/// F::cross_entropy(linear(x, W, b).to(kFloat).flatten(0, -2), labels.flatten()); `bias` may
+/// be undefined.
+///
+/// On the CPU the product runs in bf16 under autocast (else in x's dtype), and the loss and its
+/// gradient come from the scores in place (softmax_rows.h): neither the scores' fp32 copy nor
+/// the log-probabilities are made, and `pad_to` does not apply.
 ///
 /// `pad_to` > 1: W is padded with zero rows to a multiple of it, and the padding's logits get a
 /// bias of -inf in the product's epilogue, so the softmax runs over whole rows: the padding's
@@ -14,15 +19,16 @@ namespace zoo::models {
 /// docs/results.md, *GPU speed*). 0 (the default): as linear() would, padded on CUDA where
 /// linear() pads.
 ///
-/// On CUDA under bf16 or fp16 autocast (LibTorch >= 2.8) the loss goes through
-/// linear_cross_entropy_fused in fp16.
+/// On CUDA under bf16 or fp16 autocast (LibTorch >= 2.8) and without a bias the loss goes
+/// through linear_cross_entropy_fused in fp16.
 torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& labels,
-                                   int64_t pad_to = 0);
+                                   int64_t pad_to = 0, const torch::Tensor& bias = {});
 
 /// The loss without the fused form: linear(), padded as `pad_to` asks, its logits copied to fp32
 /// for F::cross_entropy (what linear_cross_entropy runs but on CUDA in bf16 or fp16).
 torch::Tensor linear_cross_entropy_unfused(const torch::Tensor& x, const torch::Tensor& weight,
-                                           const torch::Tensor& labels, int64_t pad_to = 0);
+                                           const torch::Tensor& labels, int64_t pad_to = 0,
+                                           const torch::Tensor& bias = {});
 
 /// The same loss with the product in `dtype` and the softmax's gradient formed directly: the
 /// logits come out of the product in `dtype`, the log-softmax reads them and writes fp32 (one

@@ -39,27 +39,11 @@ struct GeluKeepCdf : torch::autograd::Function<GeluKeepCdf> {
 };
 
 // GELU with the tanh approximation (gelu_new), as 0.5 x (1 + tanh(z)) = x sigmoid(2 z) with
-// z = sqrt(2 / pi) (x + 0.044715 x^3), in one pass over the tensor each way; e^x is Cephes'
-// expf (x = n ln 2 + r, a degree-5 polynomial in r, 2^n from the exponent bits) in plain
-// arithmetic that the compiler vectorises. Faster than LibTorch's gelu and gelu_backward on
+// z = sqrt(2 / pi) (x + 0.044715 x^3), in one pass over the tensor each way; e^x is
+// vectorize.h's exp_cephes. Faster than LibTorch's gelu and gelu_backward on
 // the CPU, in fp32 and in bf16 (docs/results.md, Benchmarks).
 constexpr float kSqrt2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
 
-inline float exp_cephes(float x) {
-  x = std::min(std::max(x, -87.0f), 88.0f);
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // x / ln 2 to the nearest integer
-  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;                // x - n ln 2, ln 2 in two parts
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float two_n;
-  std::memcpy(&two_n, &bits, sizeof two_n);
-  return (p * r * r + r + 1.0f) * two_n;
-}
 
 // sigmoid(2 z(x)): GELU(x) = x gate(x).
 inline float gate(float x) { return 1.0f / (1.0f + exp_cephes(-2.0f * kSqrt2OverPi * (x + kCubic * x * x * x))); }
@@ -76,14 +60,6 @@ ZOO_VECTOR_CLONES void gelu_tanh_backward(const float* __restrict x, const float
     const float dz = 2.0f * kSqrt2OverPi * (1.0f + 3.0f * kCubic * v * v);
     dx[i] = g[i] * (s + v * s * (1.0f - s) * dz);
   }
-}
-
-// bf16 <-> fp32 a chunk at a time (vectorize.h's conversions).
-ZOO_VECTOR_CLONES void widen(const uint16_t* __restrict in, float* __restrict out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = from_bf16(in[i]);
-}
-ZOO_VECTOR_CLONES void narrow(const float* __restrict in, uint16_t* __restrict out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = to_bf16(in[i]);
 }
 
 // The fp32 kernels over bf16 tensors, a cache-sized chunk at a time.

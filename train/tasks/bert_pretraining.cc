@@ -80,8 +80,10 @@ Loss BertPretrainingTask::loss(const Batch& batch) {
     offset = static_cast<int64_t>(std::mt19937_64(batch.seed)() % static_cast<uint64_t>(positions_ - batch["input_ids"].size(1) + 1));
   if (electra_) return electra_loss(batch, offset);
   auto selected = batch["labels"].ne(kIgnore);
-  auto out = model_->forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], selected, offset);  // MLM scores of the selected tokens only
-  auto mlm = F::cross_entropy(out.prediction_logits, batch["labels"].index({selected}));
+  // The MLM loss of the selected tokens only, the vocabulary's scores never kept.
+  auto out = model_->forward(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], selected, offset,
+                             batch["labels"].index({selected}));
+  const auto& mlm = out.mlm_loss;
   if (!data_.next_sentence_prediction) return Loss{mlm, {{"mlm", mlm}}};
   auto nsp = F::cross_entropy(out.seq_relationship_logits, batch["next_sentence_label"]);
   return Loss{mlm + nsp, {{"mlm", mlm}, {"nsp", nsp}}};

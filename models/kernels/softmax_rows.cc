@@ -1,0 +1,162 @@
+#include "models/kernels/softmax_rows.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include <ATen/Parallel.h>
+
+#include "core/error.h"
+#include "models/kernels/vectorize.h"
+
+namespace zoo::models {
+
+namespace {
+
+constexpr int64_t kChunk = 2048;  // values of a row handled at a time, in fp32 (L1-sized)
+constexpr int kLanes = 16;        // independent partial results, so that reductions vectorise
+
+ZOO_VECTOR_CLONES float chunk_max(const float* __restrict x, int64_t n) {
+  float acc[kLanes];
+  std::fill(acc, acc + kLanes, -std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] = x[i + k] > acc[k] ? x[i + k] : acc[k];
+  float m = -std::numeric_limits<float>::infinity();
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  for (float a : acc) m = std::max(m, a);
+  return m;
+}
+
+// sum_i e^(x_i - m), plus sum_i (x_i - x_i): 0, or NaN where a score is NaN or infinite.
+ZOO_VECTOR_CLONES float chunk_sum_exp(const float* __restrict x, float* __restrict e, int64_t n, float m) {
+  for (int64_t i = 0; i < n; ++i) e[i] = exp_cephes(x[i] - m) + (x[i] - x[i]);
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += e[i + k];
+  float s = 0.0f;
+  for (; i < n; ++i) s += e[i];
+  for (float a : acc) s += a;
+  return s;
+}
+
+// d_i = scale e^((x_i - m) - log_sum).
+ZOO_VECTOR_CLONES void chunk_softmax(const float* __restrict x, float* __restrict d, int64_t n, float m, float log_sum,
+                                     float scale) {
+  for (int64_t i = 0; i < n; ++i) d[i] = scale * exp_cephes((x[i] - m) - log_sum);
+}
+
+// A row's values a chunk at a time as fp32: the row itself (fp32), or a widened copy (bf16).
+template <typename T>
+const float* chunk_of(const T* row, int64_t i, int64_t n, float* buffer) {
+  if constexpr (std::is_same_v<T, float>) return row + i;
+  else return widen(row + i, buffer, n), buffer;
+}
+
+// A row's maximum m and log sum_j e^(x_j - m), kept apart so that the loss (m - x_label) + log s
+// and the gradient e^((x_j - m) - log s) keep fp32's precision at any m.
+template <typename T>
+std::pair<float, float> row_max_log_sum(const T* row, int64_t v) {
+  alignas(64) float a[kChunk], e[kChunk];
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < v; i += kChunk) m = std::max(m, chunk_max(chunk_of(row, i, std::min(kChunk, v - i), a), std::min(kChunk, v - i)));
+  if (!std::isfinite(m)) return {std::numeric_limits<float>::quiet_NaN(), 0.0f};  // all -inf, +inf or NaN
+  float s = 0.0f;
+  for (int64_t i = 0; i < v; i += kChunk) {
+    const int64_t n = std::min(kChunk, v - i);
+    s += chunk_sum_exp(chunk_of(row, i, n, a), e, n, m);
+  }
+  return {m, std::log(s)};
+}
+
+template <typename T>
+void row_gradient(T* row, int64_t v, float m, float log_sum, int64_t label, float scale) {
+  alignas(64) float a[kChunk], d[kChunk];
+  for (int64_t i = 0; i < v; i += kChunk) {
+    const int64_t n = std::min(kChunk, v - i);
+    chunk_softmax(chunk_of(row, i, n, a), d, n, m, log_sum, scale);
+    if (label >= i && label < i + n) d[label - i] -= scale;
+    if constexpr (std::is_same_v<T, float>) std::copy(d, d + n, row + i);
+    else narrow(d, row + i, n);
+  }
+}
+
+template <typename T>
+T* data(const torch::Tensor& t) {
+  if constexpr (std::is_same_v<T, float>) return t.data_ptr<float>();
+  else return reinterpret_cast<T*>(t.data_ptr<c10::BFloat16>());
+}
+
+void check(const torch::Tensor& logits, const torch::Tensor& labels) {
+  if (!logits.device().is_cpu() || logits.dim() != 2 || !logits.is_contiguous() ||
+      (logits.scalar_type() != torch::kFloat && logits.scalar_type() != torch::kBFloat16))
+    throw Error("softmax_rows: the scores must be a contiguous fp32 or bf16 CPU matrix");
+  if (labels.dim() != 1 || labels.size(0) != logits.size(0) || labels.scalar_type() != torch::kLong)
+    throw Error("softmax_rows: one int64 label per row");
+}
+
+template <typename T>
+void rows_loss(const torch::Tensor& logits, const torch::Tensor& labels, int64_t ignore, float* stats, float* loss) {
+  const T* x = data<T>(logits);
+  const int64_t* y = labels.data_ptr<int64_t>();
+  const int64_t v = logits.size(1);
+  at::parallel_for(0, logits.size(0), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* row = x + r * v;
+      const auto [m, log_sum] = row_max_log_sum(row, v);
+      stats[2 * r] = m, stats[2 * r + 1] = log_sum;
+      if (y[r] == ignore) {
+        loss[r] = 0.0f;
+        continue;
+      }
+      if (y[r] < 0 || y[r] >= v) throw Error(cat("softmax_rows: label ", y[r], " outside the ", v, " classes"));
+      float target;
+      if constexpr (std::is_same_v<T, float>) target = row[y[r]];
+      else target = from_bf16(row[y[r]]);
+      loss[r] = (m - target) + log_sum;
+    }
+  });
+}
+
+template <typename T>
+void rows_gradient(const torch::Tensor& logits, const float* stats, const torch::Tensor& labels, float scale, int64_t ignore) {
+  T* x = data<T>(logits);
+  const int64_t* y = labels.data_ptr<int64_t>();
+  const int64_t v = logits.size(1);
+  at::parallel_for(0, logits.size(0), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      if (y[r] == ignore) std::fill(x + r * v, x + (r + 1) * v, T{0});
+      else row_gradient(x + r * v, v, stats[2 * r], stats[2 * r + 1], y[r], scale);
+    }
+  });
+}
+
+}  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> softmax_rows_loss(const torch::Tensor& logits, const torch::Tensor& labels,
+                                                          int64_t ignore_index) {
+  check(logits, labels);
+  const auto y = labels.contiguous();
+  auto stats = torch::empty({logits.size(0), 2}, torch::kFloat), loss = torch::empty({logits.size(0)}, torch::kFloat);
+  if (logits.scalar_type() == torch::kFloat)
+    rows_loss<float>(logits, y, ignore_index, stats.data_ptr<float>(), loss.data_ptr<float>());
+  else
+    rows_loss<uint16_t>(logits, y, ignore_index, stats.data_ptr<float>(), loss.data_ptr<float>());
+  return {stats, loss};
+}
+
+void softmax_rows_gradient_(torch::Tensor& logits, const torch::Tensor& stats, const torch::Tensor& labels, float scale,
+                            int64_t ignore_index) {
+  check(logits, labels);
+  const auto y = labels.contiguous();
+  const auto l = stats.contiguous();
+  if (logits.scalar_type() == torch::kFloat)
+    rows_gradient<float>(logits, l.data_ptr<float>(), y, scale, ignore_index);
+  else
+    rows_gradient<uint16_t>(logits, l.data_ptr<float>(), y, scale, ignore_index);
+  torch::autograd::impl::bump_version(logits);  // written through its data: autograd must know
+}
+
+}  // namespace zoo::models

@@ -1,0 +1,23 @@
+#pragma once
+// The softmax cross-entropy of a matrix of scores, row by row on the CPU in fp32 or bf16
+// storage (fp32 arithmetic), without the fp32 log-probabilities LibTorch's log_softmax and
+// nll_loss write and read: the forward pass keeps two figures per row (its maximum and log-sum-exp), and the backward
+// pass turns the scores into their gradient in place. What the output layer's loss
+// (cross_entropy.h) runs on the CPU.
+#include <torch/torch.h>
+
+namespace zoo::models {
+
+/// Per row r of `logits` (N, V), contiguous fp32 or bf16 on the CPU: loss[r] = log sum_j
+/// exp(logits[r, j]) - logits[r, labels[r]] in fp32, 0 where labels[r] is `ignore_index`; and
+/// stats (N, 2), each row's maximum and the log of its sum of exp(score - maximum), for the
+/// gradient. A NaN or infinite score makes its row's loss NaN. Returns {stats, loss}.
+std::pair<torch::Tensor, torch::Tensor> softmax_rows_loss(const torch::Tensor& logits, const torch::Tensor& labels,
+                                                          int64_t ignore_index);
+
+/// In place: logits[r, j] := scale (softmax(logits[r])_j - [j == labels[r]]), the gradient
+/// of scale * loss[r] (0 on rows labelled `ignore_index`), given softmax_rows_loss's stats.
+void softmax_rows_gradient_(torch::Tensor& logits, const torch::Tensor& stats, const torch::Tensor& labels,
+                            float scale, int64_t ignore_index);
+
+}  // namespace zoo::models
