@@ -1,6 +1,6 @@
 #pragma once
-// Feed-forward activations by their Hugging Face names, with a training-time GELU that keeps
-// Phi(x) for the backward pass and, on the CPU, a one-pass vectorised tanh GELU (gelu_new).
+// Feed-forward activations by their Hugging Face names; on the CPU (fp32, bf16) both GELUs, exact
+// ("gelu") and tanh ("gelu_new"), run as one-pass vectorised kernels each way.
 #include <string>
 #include <vector>
 
