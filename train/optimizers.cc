@@ -9,6 +9,7 @@
 #include <ATen/Parallel.h>
 
 #include "core/error.h"
+#include "train/adamw_cpu.h"
 
 // at::_fused_adamw_ (CUDA) is in LibTorch 2.1 and later.
 #if defined(TORCH_VERSION_MAJOR) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1))
@@ -190,6 +191,17 @@ torch::Tensor clip_grad_norm_async(const std::vector<torch::Tensor>& params, dou
   return norm;
 }
 
+namespace {
+// Whether adamw_step_cpu updates p: fp32 on the CPU, p, its gradient and its moments contiguous
+// (so that the four are read in the same order), without amsgrad.
+bool one_pass(const torch::Tensor& p, torch::optim::AdamWParamState& s, const torch::optim::AdamWOptions& o) {
+  const auto& g = p.grad();
+  return p.device().is_cpu() && !o.amsgrad() && p.scalar_type() == torch::kFloat && g.scalar_type() == torch::kFloat &&
+         p.is_contiguous() && g.is_contiguous() && s.exp_avg().is_contiguous() && s.exp_avg_sq().is_contiguous() &&
+         s.exp_avg().scalar_type() == torch::kFloat && s.exp_avg_sq().scalar_type() == torch::kFloat;
+}
+}  // namespace
+
 // The parameters with a gradient, each with its state (created as AdamW::step does) and its
 // group's options.
 std::vector<ThreadedAdamW::Work> ThreadedAdamW::collect() {
@@ -229,11 +241,20 @@ torch::Tensor ThreadedAdamW::step(LossClosure closure) {
     const auto& grad = p.grad();
     const auto& o = *w.options;
     auto& s = *w.state;
-    if (o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
     s.step(s.step() + 1);
     const auto [beta1, beta2] = o.betas();
     const double bias_correction1 = 1 - std::pow(beta1, s.step());
     const double bias_correction2 = 1 - std::pow(beta2, s.step());
+    if (one_pass(p, s, o)) {
+      const AdamWStep k{static_cast<float>(1 - o.lr() * o.weight_decay()), static_cast<float>(beta1),
+                        static_cast<float>(1 - beta1), static_cast<float>(beta2), static_cast<float>(1 - beta2),
+                        static_cast<float>(std::sqrt(bias_correction2)), static_cast<float>(o.eps()),
+                        static_cast<float>(-o.lr() / bias_correction1)};
+      adamw_step_cpu(p.data_ptr<float>(), grad.data_ptr<float>(), s.exp_avg().data_ptr<float>(),
+                     s.exp_avg_sq().data_ptr<float>(), p.numel(), k);
+      return;
+    }
+    if (o.weight_decay() != 0) p.mul_(1 - o.lr() * o.weight_decay());
     s.exp_avg().mul_(beta1).add_(grad, 1 - beta1);
     s.exp_avg_sq().mul_(beta2).addcmul_(grad, grad, 1 - beta2);
     torch::Tensor denom;

@@ -30,7 +30,8 @@ double clip_grad_norm_foreach(const std::vector<torch::Tensor>& params, double m
 torch::Tensor clip_grad_norm_async(const std::vector<torch::Tensor>& params, double max_norm);
 
 /// torch::optim::AdamW with the same state (so optimizer.pt is interchangeable) and the same
-/// arithmetic per parameter, bit for bit, but the parameters are shared out among the CPU
+/// arithmetic per parameter (bit for bit with LibTorch 1.13; on the CPU an fp32 parameter is
+/// updated in one pass, train/adamw_cpu.h), but the parameters are shared out among the CPU
 /// cores by size and updated at once. LibTorch updates one parameter after the other, and a
 /// small model's tensors are too small for its per-operation threading, so the other cores
 /// would idle through the update. On CUDA with LibTorch 2.1+ it runs LibTorch's fused AdamW
