@@ -6,6 +6,7 @@
 #include <limits>
 
 #include <gtest/gtest.h>
+#include <torch/cuda.h>
 
 #include "models/kernels/cross_entropy.h"
 #include "models/kernels/linear.h"
@@ -72,30 +73,35 @@ TEST(LinearCrossEntropy, PaddedRowsGiveThePlainLossAndGradients) {
   }
 }
 
-// With a bias, on the CPU, in fp32: the loss and the gradients of x, W and b are
-// F::cross_entropy's of linear(x, W, b) to rounding, with ignored rows (no gradient), for a
-// width that is not a multiple of the kernel's chunk (2,048) or lanes (16), and with several
-// chunks per row.
-TEST(LinearCrossEntropy, CpuKernelWithBiasGivesThePlainLossAndGradients) {
+// With a bias, in fp32: the loss and the gradients of x, W and b are F::cross_entropy's of
+// linear(x, W, b) to rounding, with ignored rows (no gradient); on the CPU (the row kernel) for a
+// width that is not a multiple of the kernel's chunk (2,048) or lanes (16) and with several
+// chunks per row, and on CUDA (padded rows with the bias) where there is one.
+TEST(LinearCrossEntropy, WithBiasGivesThePlainLossAndGradients) {
   torch::manual_seed(11);
-  for (int64_t n : {5000, 37, 2048}) {
-    const auto x0 = torch::randn({3, 40, 24}), w0 = torch::randn({n, 24}) * 0.5, b0 = torch::randn({n});
-    auto labels = torch::randint(0, n, {3, 40});
-    labels.index_put_({1, torch::indexing::Slice(0, 10)}, -100);
-    auto run = [&](bool kernel) {
-      auto x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
-      auto loss = kernel ? linear_cross_entropy(x, w, labels, 0, b)
-                         : F::cross_entropy(at::linear(x, w, b).flatten(0, 1), labels.flatten());
-      (loss * 2).backward();
-      return std::vector<torch::Tensor>{loss.detach(), x.grad(), w.grad(), b.grad()};
-    };
-    const auto want = run(false), got = run(true);
-    EXPECT_EQ(got[0].dim(), 0);
-    for (size_t i = 0; i < want.size(); ++i)
-      EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-5, 1e-6))
-          << "n=" << n << ", tensor " << i << ": largest difference " << (got[i] - want[i]).abs().max().item<double>();
-    EXPECT_EQ(got[1][1][5].abs().max().item<float>(), 0.0f) << "an ignored row has no gradient";
-  }
+  std::vector<torch::Device> devices{torch::kCPU};
+  if (torch::cuda::is_available()) devices.emplace_back(torch::kCUDA);
+  for (const auto& device : devices)
+    for (int64_t n : {5000, 37, 2048}) {
+      const auto x0 = torch::randn({3, 40, 24}), w0 = torch::randn({n, 24}) * 0.5, b0 = torch::randn({n});
+      auto labels = torch::randint(0, n, {3, 40});
+      labels.index_put_({1, torch::indexing::Slice(0, 10)}, -100);
+      auto run = [&](bool kernel) {
+        auto x = x0.to(device).detach().requires_grad_(), w = w0.to(device).detach().requires_grad_(),
+             b = b0.to(device).detach().requires_grad_();
+        const auto y = labels.to(device);
+        auto loss = kernel ? linear_cross_entropy(x, w, y, 0, b) : F::cross_entropy(at::linear(x, w, b).flatten(0, 1), y.flatten());
+        (loss * 2).backward();
+        return std::vector<torch::Tensor>{loss.detach().cpu(), x.grad().cpu(), w.grad().cpu(), b.grad().cpu()};
+      };
+      const auto want = run(false), got = run(true);
+      const std::string what = device.str() + " n=" + std::to_string(n);
+      EXPECT_EQ(got[0].dim(), 0) << what;
+      for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_TRUE(torch::allclose(got[i], want[i], 1e-5, 1e-6))
+            << what << ", tensor " << i << ": largest difference " << (got[i] - want[i]).abs().max().item<double>();
+      EXPECT_EQ(got[1][1][5].abs().max().item<float>(), 0.0f) << what << ": an ignored row has no gradient";
+    }
 }
 
 // Under bf16 autocast on the CPU the kernel reads the product's bf16 scores as the plain
