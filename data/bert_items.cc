@@ -14,6 +14,27 @@ namespace fs = std::filesystem;
 
 namespace zoo::data {
 
+namespace {
+
+// All the parts' texts in order when `max` is 0 or not below their count; else `max` of them taken
+// in turn from each part (the first of each, then the second of each, ...), so that a cut-down
+// run still reads every folder, and every label.
+std::vector<LabeledText> take_reviews(std::vector<std::vector<LabeledText>> parts, int64_t max) {
+  std::vector<LabeledText> texts;
+  size_t total = 0;
+  for (const auto& part : parts) total += part.size();
+  if (max <= 0 || static_cast<size_t>(max) >= total) {
+    for (auto& part : parts) texts.insert(texts.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    return texts;
+  }
+  for (size_t i = 0; static_cast<int64_t>(texts.size()) < max; ++i)
+    for (auto& part : parts)
+      if (i < part.size() && static_cast<int64_t>(texts.size()) < max) texts.push_back(std::move(part[i]));
+  return texts;
+}
+
+}  // namespace
+
 BertItems::BertItems(BertPretrainingDataOptions data, uint64_t seed) : data_(std::move(data)), seed_(seed) {}
 
 void BertItems::build() {
@@ -26,21 +47,18 @@ void BertItems::build() {
   read.replace_invalid_utf8 = data_.replace_invalid_utf8;
   read.keep_html = true;  // basic_english drops "<br />" itself, as in the document
   TextReadReport report;
-  std::vector<LabeledText> texts;
+  std::vector<std::vector<LabeledText>> parts;  // one per folder, or the CSV file
   if (fs::is_directory(path)) {
-    for (const auto& folder : data_.folders) {
-      auto part = read_text_folders((fs::path(path) / folder).parent_path().string(),
-                                          {fs::path(folder).filename().string()}, read, report);
-      texts.insert(texts.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
-    }
+    for (const auto& folder : data_.folders)
+      parts.push_back(read_text_folders((fs::path(path) / folder).parent_path().string(),
+                                        {fs::path(folder).filename().string()}, read, report));
   } else if (ends_with(path, ".csv")) {
-    texts = read_text_csv(path, data_.text_column, "", read, report);
+    parts.push_back(read_text_csv(path, data_.text_column, "", read, report));
   } else {
     throw Error(cat(path, ": neither a folder of reviews nor a .csv file"));
   }
   warn_skipped(report, "review");
-  if (data_.max_reviews > 0 && static_cast<int64_t>(texts.size()) > data_.max_reviews)
-    texts.resize(static_cast<size_t>(data_.max_reviews));
+  std::vector<LabeledText> texts = take_reviews(std::move(parts), data_.max_reviews);
   if (texts.empty()) throw Error(cat(path, ": no reviews"));
   std::vector<std::string> reviews, labels;
   reviews.reserve(texts.size());

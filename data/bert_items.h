@@ -45,7 +45,7 @@ struct BertPretrainingDataOptions {
       "(tools/fetch_data.sh imdb puts imdb/aclImdb there)");
     v("folders", folders, "with a folder path: the sub-folders whose *.txt files are the reviews, in this order");
     v("text_column", text_column, "with a CSV path: the column holding the text");
-    v("max_reviews", max_reviews, "use the first N reviews only; 0 = all", at_least(0));
+    v("max_reviews", max_reviews, "use N reviews only, taken in turn from each folder; 0 = all", at_least(0));
     v("masking", masking,
       "bert: 15% of the tokens, 80% [MASK] / 10% random / 10% unchanged (the paper); document: document "
       "000's code (round(15%) draws with replacement, 80% [MASK] / 20% random)",

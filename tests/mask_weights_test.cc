@@ -128,6 +128,17 @@ TEST(MaskWeights, WhatCannotWorkIsRefusedWithTheFix) {
 
   o.folders = {"train/pos", "train/neg"};
   EXPECT_EQ(refusal(o), "");
+  // A cut-down run (data.max_reviews) takes its reviews in turn from each folder, so it still
+  // has both labels (the first 30 in folder order would all be train/pos's).
+  o.folders = {"train/pos", "train/neg", "train/unsup"};
+  o.max_reviews = 30;
+  EXPECT_EQ(refusal(o), "");
+  BertItems cut(o, 5);
+  cut.build();
+  for (const char* word : {"good", "bad", "long"})
+    EXPECT_NE(cut.examples().vocab.id(word), BertVocab::kUnk) << word << " is read";
+  o.folders = {"train/pos", "train/neg"};
+  o.max_reviews = 0;
   o.dynamic_masking = false;
   why = refusal(o);
   EXPECT_NE(why.find("set data.dynamic_masking true"), std::string::npos) << why;

@@ -11,9 +11,8 @@
 #                               [-- EXTRA --set ARGS for both runs]
 #
 # Needs the reviews: tools/fetch_data.sh imdb. The recipes are tools/recipes/bert_imdb_pretrain.json
-# and bert_imdb_sentiment.json. --quick is a smoke run: a smaller BERT, 300 reviews (all
-# positive, so the masks are drawn uniformly), a few dozen steps each (minutes on a CPU;
-# accuracy near chance). --gpu is sized for about 10 minutes of one H100 (an estimate from the
+# and bert_imdb_sentiment.json. --quick is a smoke run: a smaller BERT, 300 reviews (100 from
+# each folder), a few dozen steps each (minutes on a CPU; accuracy near chance). --gpu is sized for about 10 minutes of one H100 (an estimate from the
 # arithmetic, not yet timed on one): BERT-medium's shape (8 layers, 512 wide, 8 heads),
 # 128-token items in batches of 256 for 8,000 steps (one phase, about 10 epochs of the reviews),
 # then fine-tuning on 512-token texts for 3 epochs, on --device cuda unless given. --lora R
@@ -55,7 +54,7 @@ PRE=() CLS=()
 if [ "$QUICK" = 1 ]; then
   SMALL=(--set model.hidden_size=32 --set model.num_hidden_layers=1 --set model.num_attention_heads=2
          --set model.intermediate_size=64 --set model.max_position_embeddings=128)
-  PRE=("${SMALL[@]}" --set data.max_reviews=300 --set data.mask_weighting=uniform --set data.max_length=64 --set train.max_steps=30 --set train.eval_steps=30
+  PRE=("${SMALL[@]}" --set data.max_reviews=300 --set data.max_length=64 --set train.max_steps=30 --set train.eval_steps=30
        --set train.save_steps=30 --set train.warmup_steps=0 --set train.logging_steps=10)
   CLS=("${SMALL[@]}" --set data.max_length=64 --set data.max_train_samples=300 --set data.valid_size=50
        --set data.max_eval_samples=200 --set train.max_steps=30 --set train.eval_steps=30 --set train.save_steps=30
