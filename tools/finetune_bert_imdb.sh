@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # BERT on IMDB end to end: pretrain BERT-tiny (MLM with task-guided masks) on the reviews
-# (64-token items) for an hour, then for a second hour from there with a fresh schedule
-# (learning rate 5e-4, warm-up 300; --one-hour stops after the first), fine-tune for
-# sentiment on 384-token texts,
+# (64-token items) for 12,000 steps, then twice more from there, each time with a fresh
+# schedule (learning rate 5e-4, warm-up 300; --phases N runs N of these 12,000-step phases in
+# all, 3 by default: about 35 minutes each on one core), fine-tune for sentiment on 384-token
+# texts,
 # evaluate the checkpoint with the best validation accuracy on the 25,000 test reviews, classify
 # two sentences, export for transformers.
 #
-#   tools/finetune_bert_imdb.sh [--out DIR] [--device D] [--quick | --gpu] [--one-hour] [--lora R]
+#   tools/finetune_bert_imdb.sh [--out DIR] [--device D] [--quick | --gpu] [--phases N] [--lora R]
 #                               [--gradient-checkpointing]
 #                               [-- EXTRA --set ARGS for both runs]
 #
@@ -21,28 +22,30 @@
 # modules_to_save); the export then also holds the adapter alone (export-adapter/).
 # --gradient-checkpointing recomputes each layer's activations in backward in both runs.
 #
-# Output (default runs/bert_imdb): pretrain/, pretrain2/ and sentiment/ (the runs), eval.json,
+# Output (default runs/bert_imdb): pretrain/, pretrain2/, pretrain3/ and sentiment/ (the runs), eval.json,
 # classify.txt, export/ (model.safetensors + Hugging Face config.json + vocab.txt).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ZOO=${ZOO:-$ROOT/build/zoo}
-OUT=runs/bert_imdb DEVICE=auto QUICK=0 GPU=0 PHASES=2 LORA=0 CHECKPOINTING=0
+OUT=runs/bert_imdb DEVICE=auto QUICK=0 GPU=0 PHASES=3 LORA=0 CHECKPOINTING=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift 2 ;;
     --device) DEVICE=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
     --gpu) GPU=1; shift ;;
-    --one-hour) PHASES=1; shift ;;
+    --phases) PHASES=$2; shift 2 ;;
+    --one-hour) PHASES=1; shift ;;  # the name of --phases 1 before phases were counted
     --lora) LORA=$2; shift 2 ;;
     --gradient-checkpointing) CHECKPOINTING=1; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "finetune_bert_imdb.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 EXTRA=("$@")
 [[ "$LORA" =~ ^[0-9]+$ ]] || { echo "finetune_bert_imdb.sh: --lora $LORA: expected a rank (a whole number)" >&2; exit 2; }
+[[ "$PHASES" =~ ^[1-9][0-9]*$ ]] || { echo "finetune_bert_imdb.sh: --phases $PHASES: expected 1 or more" >&2; exit 2; }
 [ "$CHECKPOINTING" = 1 ] && EXTRA+=(--set train.gradient_checkpointing=true)
 TUNE=()
 [ "$LORA" -gt 0 ] && TUNE=(--set "train.lora={\"r\": $LORA, \"alpha\": $((2 * LORA)), \"modules_to_save\": [\"classifier\", \"pooler\"]}"
@@ -78,13 +81,13 @@ echo "== pretraining ($OUT/pretrain)"
   "${PRE[@]}" "${EXTRA[@]}"
 last() { ls -d "$1"/checkpoint-* | sort -t- -k2 -n | tail -1; }
 PRETRAINED=$(last "$OUT/pretrain")
-if [ "$PHASES" = 2 ]; then
-  echo "== pretraining, the second hour ($OUT/pretrain2, from $PRETRAINED)"
+for ((phase = 2; phase <= PHASES; ++phase)); do
+  echo "== pretraining, phase $phase of $PHASES ($OUT/pretrain$phase, from $PRETRAINED)"
   # The recipe's items and masks again, with a new optimizer and schedule; --quick's settings win.
-  "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" --output-dir "$OUT/pretrain2" \
+  "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" --output-dir "$OUT/pretrain$phase" \
     --device "$DEVICE" --set train.learning_rate=5e-4 --set train.warmup_steps=300 "${PRE[@]}" "${EXTRA[@]}"
-  PRETRAINED=$(last "$OUT/pretrain2")
-fi
+  PRETRAINED=$(last "$OUT/pretrain$phase")
+done
 
 echo "== fine-tuning from $PRETRAINED ($OUT/sentiment)"
 "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_sentiment.json" \
