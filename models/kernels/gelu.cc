@@ -45,9 +45,9 @@ ZOO_VECTOR_CLONES void gelu_tanh_backward(const float* __restrict x, const float
 
 // Exact GELU, x Phi(x), with Phi(x) = 1 - q(x) for x >= 0 and q(|x|) for x < 0, where
 // q(x) = erfc(x / sqrt 2) / 2 is Abramowitz & Stegun's 7.1.26 (erf to 1.5e-7): a degree-5
-// polynomial in t = 1 / (1 + p x / sqrt 2) times e^(-x^2 / 2), so that the left tail keeps its
-// relative precision and one exp_cephes does per element what LibTorch's erf does (not
-// vectorised for bf16 in 1.13, and computed twice by its backward pass).
+// polynomial in t = 1 / (1 + p x / sqrt 2) times e^(-x^2 / 2), so that the left tail is not
+// lost to cancellation (1 - erf), and one exp_cephes does per element what LibTorch's erf does
+// (not vectorised for bf16 in 1.13, and computed twice by its backward pass).
 inline float normal_cdf(float x) {
   const float z = std::fabs(x) * 0.70710678118654752f;
   const float t = 1.0f / (1.0f + 0.3275911f * z);
