@@ -98,13 +98,6 @@ void backward_bf16(const GeluKernels& k, const uint16_t* x, const uint16_t* g, u
   }
 }
 
-// fp32 or bf16 data of a CPU tensor, as the kernels take it.
-template <typename T>
-T* data(const torch::Tensor& t) {
-  if constexpr (std::is_same_v<T, float>) return t.data_ptr<float>();
-  else return reinterpret_cast<uint16_t*>(t.data_ptr<c10::BFloat16>());
-}
-
 template <typename F>
 void in_chunks(int64_t n, const F& fn) {
   at::parallel_for(0, n, /*grain_size=*/32768, [&](int64_t begin, int64_t end) { fn(begin, end - begin); });
@@ -122,8 +115,8 @@ struct GeluCpu : torch::autograd::Function<GeluCpu<K>> {
       float* py = y.data_ptr<float>();
       in_chunks(n, [&](int64_t i, int64_t m) { K.forward(px + i, py + i, m); });
     } else {
-      const uint16_t* px = data<uint16_t>(x);
-      uint16_t* py = data<uint16_t>(y);
+      const uint16_t* px = data_as<uint16_t>(x);
+      uint16_t* py = data_as<uint16_t>(y);
       in_chunks(n, [&](int64_t i, int64_t m) { forward_bf16(K, px + i, py + i, m); });
     }
     ctx->save_for_backward({x});
@@ -140,8 +133,8 @@ struct GeluCpu : torch::autograd::Function<GeluCpu<K>> {
       float* pdx = dx.data_ptr<float>();
       in_chunks(n, [&](int64_t i, int64_t m) { K.backward(px + i, pg + i, pdx + i, m); });
     } else {
-      const uint16_t *px = data<uint16_t>(x), *pg = data<uint16_t>(g);
-      uint16_t* pdx = data<uint16_t>(dx);
+      const uint16_t *px = data_as<uint16_t>(x), *pg = data_as<uint16_t>(g);
+      uint16_t* pdx = data_as<uint16_t>(dx);
       in_chunks(n, [&](int64_t i, int64_t m) { backward_bf16(K, px + i, pg + i, pdx + i, m); });
     }
     return {dx};

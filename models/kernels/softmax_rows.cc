@@ -83,12 +83,6 @@ void row_gradient(T* row, int64_t v, float m, float log_sum, int64_t label, floa
   }
 }
 
-template <typename T>
-T* data(const torch::Tensor& t) {
-  if constexpr (std::is_same_v<T, float>) return t.data_ptr<float>();
-  else return reinterpret_cast<T*>(t.data_ptr<c10::BFloat16>());
-}
-
 void check(const torch::Tensor& logits, const torch::Tensor& labels) {
   if (!logits.device().is_cpu() || logits.dim() != 2 || !logits.is_contiguous() ||
       (logits.scalar_type() != torch::kFloat && logits.scalar_type() != torch::kBFloat16))
@@ -99,7 +93,7 @@ void check(const torch::Tensor& logits, const torch::Tensor& labels) {
 
 template <typename T>
 void rows_loss(const torch::Tensor& logits, const torch::Tensor& labels, int64_t ignore, float* stats, float* loss) {
-  const T* x = data<T>(logits);
+  const T* x = data_as<T>(logits);
   const int64_t* y = labels.data_ptr<int64_t>();
   const int64_t v = logits.size(1);
   at::parallel_for(0, logits.size(0), 1, [&](int64_t begin, int64_t end) {
@@ -122,7 +116,7 @@ void rows_loss(const torch::Tensor& logits, const torch::Tensor& labels, int64_t
 
 template <typename T>
 void rows_gradient(const torch::Tensor& logits, const float* stats, const torch::Tensor& labels, float scale, int64_t ignore) {
-  T* x = data<T>(logits);
+  T* x = data_as<T>(logits);
   const int64_t* y = labels.data_ptr<int64_t>();
   const int64_t v = logits.size(1);
   at::parallel_for(0, logits.size(0), 1, [&](int64_t begin, int64_t end) {

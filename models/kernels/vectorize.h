@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#include <torch/torch.h>
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 // AVX-512F and AVX2 copies.
@@ -39,6 +42,14 @@ inline uint16_t to_bf16(float f) {
 /// ZOO_VECTOR_CLONES, for the kernels that work on bf16 tensors a chunk at a time in fp32.
 void widen(const uint16_t* __restrict in, float* __restrict out, int64_t n);
 void narrow(const float* __restrict in, uint16_t* __restrict out, int64_t n);
+
+/// The data of a contiguous fp32 (T = float) or bf16 (T = uint16_t, its bits) CPU tensor, as the
+/// kernels' loops take it.
+template <typename T>
+T* data_as(const torch::Tensor& t) {
+  if constexpr (std::is_same_v<T, float>) return t.data_ptr<float>();
+  else return reinterpret_cast<T*>(t.data_ptr<c10::BFloat16>());
+}
 
 /// e^x as Cephes' expf computes it (x = n ln 2 + r, a degree-5 polynomial in r, 2^n from the
 /// exponent bits), in plain arithmetic that the compiler vectorises; x is clamped to
