@@ -104,8 +104,9 @@ TEST(LinearCrossEntropy, WithBiasGivesThePlainLossAndGradients) {
     }
 }
 
-// Under bf16 autocast on the CPU the kernel reads the product's bf16 scores as the plain
-// path does after its fp32 copy: the same loss to fp32 rounding, and gradients within bf16's.
+// Under bf16 autocast on the CPU the kernel reads the product's bf16 scores and adds the bias in
+// fp32, as the plain path does after its fp32 copy: the same loss to fp32 rounding, and gradients
+// within bf16's.
 TEST(LinearCrossEntropy, CpuKernelUnderBf16AutocastMatchesThePlainPath) {
   torch::manual_seed(12);
   const int64_t n = 3001;
@@ -118,7 +119,7 @@ TEST(LinearCrossEntropy, CpuKernelUnderBf16AutocastMatchesThePlainPath) {
     {
       AutocastGuard autocast(true, torch::kCPU);
       loss = kernel ? linear_cross_entropy(x, w, labels, 0, b)
-                    : F::cross_entropy(linear(x, w, b).to(torch::kFloat), labels);
+                    : F::cross_entropy(linear(x, w, torch::Tensor()).to(torch::kFloat) + b, labels);
     }
     loss.backward();
     return std::vector<torch::Tensor>{loss.detach(), x.grad(), w.grad(), b.grad()};

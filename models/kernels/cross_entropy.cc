@@ -123,17 +123,19 @@ struct CpuLinearCrossEntropy : torch::autograd::Function<CpuLinearCrossEntropy> 
     NoAutocast no_autocast;
     const auto rows = x.reshape({-1, x.size(-1)}).to(dtype).contiguous();
     const auto w = weight.to(dtype);
-    auto logits = bias ? at::addmm(bias->to(dtype), rows, w.t()) : at::mm(rows, w.t());
+    // The bias goes to the row kernel, which adds it in fp32: addmm would first broadcast it
+    // into the scores (docs/results.md, *BERT-tiny's pretraining step*).
+    auto logits = at::mm(rows, w.t());
+    const auto b = bias ? bias->detach().to(at::kFloat) : torch::Tensor();
     const auto flat = labels.reshape({-1});
-    const auto [stats, loss] = softmax_rows_loss(logits, flat, kIgnoreIndex);
+    const auto [stats, loss] = softmax_rows_loss(logits, flat, kIgnoreIndex, b);
     const auto valid = flat.ne(kIgnoreIndex).sum().to(at::kFloat);
     // The scores become their gradient in place: a second backward pass through this one
     // fails autograd's check of the saved tensors' versions.
-    ctx->save_for_backward({rows, w, logits, stats, flat, valid});
+    ctx->save_for_backward({rows, w, logits, stats, flat, valid, b});
     ctx->saved_data["x_sizes"] = x.sizes();
     ctx->saved_data["x_dtype"] = x.scalar_type();
     ctx->saved_data["w_dtype"] = weight.scalar_type();
-    ctx->saved_data["has_bias"] = bias.has_value();
     ctx->saved_data["b_dtype"] = bias ? bias->scalar_type() : at::kFloat;
     return loss.sum() / valid;
   }
@@ -142,17 +144,17 @@ struct CpuLinearCrossEntropy : torch::autograd::Function<CpuLinearCrossEntropy> 
                                                  torch::autograd::variable_list grad) {
     NoAutocast no_autocast;
     auto saved = ctx->get_saved_variables();
-    const auto &rows = saved[0], &w = saved[1], &stats = saved[3], &flat = saved[4], &valid = saved[5];
+    const auto &rows = saved[0], &w = saved[1], &stats = saved[3], &flat = saved[4], &valid = saved[5], &b = saved[6];
     auto& d = saved[2];
     auto& data = ctx->saved_data;
-    softmax_rows_gradient_(d, stats, flat, grad[0].item<float>() / valid.item<float>(), kIgnoreIndex);
-    torch::Tensor dx, dw, db;
+    const auto db = softmax_rows_gradient_(d, stats, flat, grad[0].item<float>() / valid.item<float>(), kIgnoreIndex, b);
+    torch::Tensor dx, dw;
     if (ctx->needs_input_grad(0))
       dx = at::mm(d, w).to(data["x_dtype"].toScalarType()).view(data["x_sizes"].toIntVector());
     if (ctx->needs_input_grad(1)) dw = at::mm(d.t(), rows).to(data["w_dtype"].toScalarType());
     // The bias, when given, is the fourth input autograd tracks (labels, third, has no gradient).
-    if (data["has_bias"].toBool() && ctx->needs_input_grad(3)) db = d.sum(0).to(data["b_dtype"].toScalarType());  // sum(dtype=fp32) would copy d
-    return {dx, dw, torch::Tensor(), db};
+    const bool bias_grad = db.defined() && ctx->needs_input_grad(3);
+    return {dx, dw, torch::Tensor(), bias_grad ? db.to(data["b_dtype"].toScalarType()) : torch::Tensor()};
   }
 };
 

@@ -8,16 +8,19 @@
 
 namespace zoo::models {
 
-/// Per row r of `logits` (N, V), contiguous fp32 or bf16 on the CPU: loss[r] = log sum_j
-/// exp(logits[r, j]) - logits[r, labels[r]] in fp32, 0 where labels[r] is `ignore_index`; and
-/// stats (N, 2), each row's maximum and the log of its sum of exp(score - maximum), for the
-/// gradient. A NaN or infinite score makes its row's loss NaN. Returns {stats, loss}.
+/// Per row r of `logits` (N, V), contiguous fp32 or bf16 on the CPU, with the scores s[r, j] =
+/// logits[r, j] + bias[j] in fp32 (`bias`, (V), may be undefined): loss[r] = log sum_j
+/// exp(s[r, j]) - s[r, labels[r]] in fp32, 0 where labels[r] is `ignore_index`; and stats
+/// (N, 2), each row's maximum and the log of its sum of exp(score - maximum), for the gradient.
+/// A NaN or infinite score makes its row's loss NaN. Returns {stats, loss}.
 std::pair<torch::Tensor, torch::Tensor> softmax_rows_loss(const torch::Tensor& logits, const torch::Tensor& labels,
-                                                          int64_t ignore_index);
+                                                          int64_t ignore_index, const torch::Tensor& bias = {});
 
-/// In place: logits[r, j] := scale (softmax(logits[r])_j - [j == labels[r]]), the gradient
-/// of scale * loss[r] (0 on rows labelled `ignore_index`), given softmax_rows_loss's stats.
-void softmax_rows_gradient_(torch::Tensor& logits, const torch::Tensor& stats, const torch::Tensor& labels,
-                            float scale, int64_t ignore_index);
+/// In place: logits[r, j] := scale (softmax(s[r])_j - [j == labels[r]]), the gradient of
+/// scale * loss[r] (0 on rows labelled `ignore_index`), given softmax_rows_loss's stats and the
+/// same bias. Returns the bias's gradient, the sum of those rows in fp32 (V), taken before they
+/// are rounded to the scores' dtype; undefined without a bias.
+torch::Tensor softmax_rows_gradient_(torch::Tensor& logits, const torch::Tensor& stats, const torch::Tensor& labels,
+                                     float scale, int64_t ignore_index, const torch::Tensor& bias = {});
 
 }  // namespace zoo::models
