@@ -80,11 +80,15 @@ echo "== pretraining ($OUT/pretrain)"
   "${PRE[@]}" "${EXTRA[@]}"
 last() { ls -d "$1"/checkpoint-* | sort -t- -k2 -n | tail -1; }
 PRETRAINED=$(last "$OUT/pretrain")
+# Later phases run at half the recipe's learning rate.
+RATE=$(sed -n 's/^ *"learning_rate": *\([0-9.eE+-]*\),\{0,1\}$/\1/p' "$ROOT/tools/recipes/bert_imdb_pretrain.json")
+[ -n "$RATE" ] || { echo "finetune_bert_imdb.sh: no train.learning_rate in bert_imdb_pretrain.json" >&2; exit 1; }
+HALF_RATE=$(awk -v r="$RATE" 'BEGIN { printf "%g", r / 2 }')
 for ((phase = 2; phase <= PHASES; ++phase)); do
   echo "== pretraining, phase $phase of $PHASES ($OUT/pretrain$phase, from $PRETRAINED)"
   # The recipe's items and masks again, with a new optimizer and schedule; --quick's settings win.
   "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" --output-dir "$OUT/pretrain$phase" \
-    --device "$DEVICE" --set train.learning_rate=3.5e-4 --set train.warmup_steps=300 "${PRE[@]}" "${EXTRA[@]}"
+    --device "$DEVICE" --set train.learning_rate="$HALF_RATE" --set train.warmup_steps=300 "${PRE[@]}" "${EXTRA[@]}"
   PRETRAINED=$(last "$OUT/pretrain$phase")
 done
 
