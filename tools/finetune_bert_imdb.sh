@@ -26,6 +26,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ZOO=${ZOO:-$ROOT/build/zoo}
+source "$ROOT/tools/checkpoints.sh"
 OUT=runs/bert_imdb DEVICE=auto QUICK=0 GPU=0 PHASES=1 LORA=0 CHECKPOINTING=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -78,8 +79,7 @@ fi
 echo "== pretraining ($OUT/pretrain)"
 "$ZOO" train --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" --output-dir "$OUT/pretrain" --device "$DEVICE" \
   "${PRE[@]}" "${EXTRA[@]}"
-last() { ls -d "$1"/checkpoint-* | sort -t- -k2 -n | tail -1; }
-PRETRAINED=$(last "$OUT/pretrain")
+PRETRAINED=$(last_checkpoint "$OUT/pretrain")
 # Later phases run at half the recipe's learning rate.
 RATE=$(sed -n 's/^ *"learning_rate": *\([0-9.eE+-]*\),\{0,1\}$/\1/p' "$ROOT/tools/recipes/bert_imdb_pretrain.json")
 [ -n "$RATE" ] || { echo "finetune_bert_imdb.sh: no train.learning_rate in bert_imdb_pretrain.json" >&2; exit 1; }
@@ -89,19 +89,14 @@ for ((phase = 2; phase <= PHASES; ++phase)); do
   # The recipe's items and masks again, with a new optimizer and schedule; --quick's settings win.
   "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" --output-dir "$OUT/pretrain$phase" \
     --device "$DEVICE" --set train.learning_rate="$HALF_RATE" --set train.warmup_steps=300 "${PRE[@]}" "${EXTRA[@]}"
-  PRETRAINED=$(last "$OUT/pretrain$phase")
+  PRETRAINED=$(last_checkpoint "$OUT/pretrain$phase")
 done
 
 echo "== fine-tuning from $PRETRAINED ($OUT/sentiment)"
 "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_sentiment.json" \
   --output-dir "$OUT/sentiment" --device "$DEVICE" "${CLS[@]}" "${TUNE[@]}" "${EXTRA[@]}"
 # The checkpoint with the best validation accuracy (the recipe's metric_for_best_model), else the last.
-best() {
-  local state="$(last "$1")/trainer_state.json" b
-  b=$(sed -n 's/^ *"best_model_checkpoint": *"\(.*\)",\{0,1\}$/\1/p' "$state")
-  if [ -n "$b" ] && [ -d "$b" ]; then echo "$b"; else last "$1"; fi
-}
-TUNED=$(best "$OUT/sentiment")
+TUNED=$(best_checkpoint "$OUT/sentiment")
 echo "== best checkpoint by validation accuracy: $TUNED"
 
 echo "== test accuracy ($OUT/eval.json)"

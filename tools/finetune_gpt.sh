@@ -22,6 +22,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ZOO=${ZOO:-$ROOT/build/zoo}
+source "$ROOT/tools/checkpoints.sh"
 FROM="" OUT=runs/finetune_gpt STEPS=200 BLOCK=0 BATCH=8 LR="" PROMPT=$'\n' DEVICE=auto QUICK=0 LORA=0 CHECKPOINTING=false
 TEXTS=()
 while [ $# -gt 0 ]; do
@@ -69,7 +70,6 @@ files_json() {
   for f in "${TEXTS[@]}"; do out+="${out:+, }$(json_str "$(abs "$f")")"; done
   echo "[$out]"
 }
-last_checkpoint() { ls -d "$1"/checkpoint-* | sort -t- -k2 -n | tail -1; }
 
 if [ "$QUICK" = 1 ] && [ -z "$FROM" ]; then
   echo "== quick: pretraining a tiny GPT on ${TEXTS[*]}"
