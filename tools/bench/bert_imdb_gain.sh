@@ -19,6 +19,7 @@ set -euo pipefail
 NAME=bert_imdb_gain.sh
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$ROOT/tools/checkpoints.sh"
+source "$ROOT/tools/bench/parallel.sh"
 FROM="" SEEDS=42,43,44 JOBS="" OUT=runs/bert_imdb_gain CONFIG=$ROOT/tools/recipes/bert_imdb_sentiment.json BUILD=$ROOT/build
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -39,14 +40,8 @@ ZOO=$BUILD/zoo
 [ -n "$FROM" ] || { echo "$NAME: --from CHECKPOINT (a pretraining's checkpoint-N directory) is required" >&2; exit 2; }
 [ -f "$FROM/vocab.txt" ] || { echo "$NAME: $FROM/vocab.txt not found: --from takes a BERT pretraining's checkpoint-N directory" >&2; exit 1; }
 [ -f "$CONFIG" ] || { echo "$NAME: no config file '$CONFIG'" >&2; exit 1; }
-IFS=, read -r -a SEED_LIST <<< "$SEEDS"
-for s in "${SEED_LIST[@]}"; do
-  [[ "$s" =~ ^[0-9]+$ ]] || { echo "$NAME: --seeds takes non-negative integers separated by commas, got '$s'" >&2; exit 2; }
-done
-CORES=$(nproc) RUNS=$((2 * ${#SEED_LIST[@]}))
-JOBS=${JOBS:-$((CORES < RUNS ? CORES : RUNS))}
-[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "$NAME: --jobs takes a positive integer, got '$JOBS'" >&2; exit 2; }
-THREADS=$((CORES / JOBS > 0 ? CORES / JOBS : 1))
+seed_list "$SEEDS"
+share_cores $((2 * ${#SEED_LIST[@]}))
 FROM=$(cd "$FROM" && pwd)
 mkdir -p "$OUT"
 
@@ -70,20 +65,17 @@ run() {
 }
 
 echo "$NAME: ${#SEED_LIST[@]} seeds from $FROM and from scratch ${EXTRA[*]}, $JOBS at a time with $THREADS threads each" >&2
-# On the first failure the other runs are stopped too (their zoo processes are grandchildren).
-kill_tree() { local c; for c in $(pgrep -P "$1"); do kill_tree "$c"; done; kill "$1" 2>/dev/null || true; }
-stop_all() { local j; for j in $(jobs -p); do kill_tree "$j"; done; wait; exit 1; }
 results=$OUT/results.txt
 : > "$results"
 pids=()
 for s in "${SEED_LIST[@]}"; do
   for start in pretrained scratch; do
-    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || stop_all; done
+    wait_for_slot
     run "$start" "$s" &
     pids+=($!)
   done
 done
-for p in "${pids[@]}"; do wait "$p" || stop_all; done
+wait_all "${pids[@]}"
 
 # The table in --seeds order: test accuracy in percent, pretrained minus scratch per seed and on the means.
 awk -v order="$SEEDS" -v from="$FROM" -v extra="${EXTRA[*]}" '

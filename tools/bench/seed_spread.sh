@@ -13,11 +13,12 @@
 # evaluating only at the end (train.eval_steps=0, train.save_steps=0 unless the arguments
 # after -- set them). The figure is the metric of the run's last eval event in
 # OUT/seed-S/metrics.jsonl. Prints one line per seed as it ends, then a JSON summary that is
-# also written to OUT/summary.json. A seed whose run fails stops the script with the run's
-# log named; finished seeds are kept.
+# also written to OUT/summary.json. A seed whose run fails stops the script and the seeds
+# still running, with the failed run's log named; finished seeds are kept.
 set -euo pipefail
 NAME=seed_spread.sh
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+source "$ROOT/tools/bench/parallel.sh"
 CONFIG="" SEEDS=1337,1,2,3 JOBS="" METRIC=loss OUT=runs/seed_spread BUILD=$ROOT/build
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,17 +38,11 @@ ZOO=$BUILD/zoo
 [ -x "$ZOO" ] || { echo "$NAME: $ZOO not built (run tools/setup.sh)" >&2; exit 1; }
 [ -n "$CONFIG" ] || { echo "$NAME: --config FILE.json is required (try --help)" >&2; exit 2; }
 [ -f "$CONFIG" ] || { echo "$NAME: no config file '$CONFIG'" >&2; exit 1; }
-IFS=, read -r -a SEED_LIST <<< "$SEEDS"
-for s in "${SEED_LIST[@]}"; do
-  [[ "$s" =~ ^[0-9]+$ ]] || { echo "$NAME: --seeds takes non-negative integers separated by commas, got '$s'" >&2; exit 2; }
-done
-CORES=$(nproc)
-JOBS=${JOBS:-$((CORES < ${#SEED_LIST[@]} ? CORES : ${#SEED_LIST[@]}))}
-[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "$NAME: --jobs takes a positive integer, got '$JOBS'" >&2; exit 2; }
-THREADS=$((CORES / JOBS > 0 ? CORES / JOBS : 1))
+seed_list "$SEEDS"
+share_cores ${#SEED_LIST[@]}
 mkdir -p "$OUT"
 
-# One seed: train, then print "SEED VALUE" from the last eval event.
+# One seed: train, then print "SEED VALUE" from the last eval event and add it to $results.
 run_seed() {
   local seed=$1 dir=$OUT/seed-$1
   rm -rf "$dir"
@@ -60,7 +55,7 @@ run_seed() {
   local value
   value=$(grep '"type":"eval"' "$dir/metrics.jsonl" | tail -1 | sed -n "s/.*\"$METRIC\":\([-0-9.eE+]*\).*/\1/p")
   [ -n "$value" ] || { echo "$NAME: seed $seed: no '$METRIC' in the last eval event of $dir/metrics.jsonl" >&2; return 1; }
-  echo "$seed $value"
+  echo "$seed $value" | tee -a "$results"
 }
 
 echo "$NAME: ${#SEED_LIST[@]} seeds of $CONFIG ${EXTRA[*]}, $JOBS at a time with $THREADS threads each" >&2
@@ -68,11 +63,11 @@ results=$OUT/results.txt
 : > "$results"
 pids=()
 for s in "${SEED_LIST[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || { wait; exit 1; }; done
-  run_seed "$s" | tee -a "$results" &
+  wait_for_slot
+  run_seed "$s" &
   pids+=($!)
 done
-for p in "${pids[@]}"; do wait "$p" || { wait; exit 1; }; done
+wait_all "${pids[@]}"
 
 # Summary in the order of --seeds; the standard deviation is the sample's (n - 1).
 summary=$(awk -v metric="$METRIC" -v config="$CONFIG" -v extra="${EXTRA[*]}" -v order="$SEEDS" '
