@@ -116,11 +116,11 @@ step() { echo "== $*"; }
 # same_loss_lines ZOO_EVAL_LINE TRANSFORMERS_LINE: prints |difference| of their "loss" values;
 # fails when one is missing or they differ by more than 1e-4. Exported for the bash -c parts.
 same_loss_lines() {
-  awk -v a="$(echo "$1" | sed -n 's/.*"loss": *\([0-9.eE+-]*\).*/\1/p')" \
-      -v b="$(echo "$2" | sed -n 's/.*"loss": *\([0-9.eE+-]*\).*/\1/p')" \
+  awk -v a="$(echo "$1" | field loss)" -v b="$(echo "$2" | field loss)" \
       'BEGIN {d = a - b; if (d < 0) d = -d; printf "|loss difference| %.2g\n", d; exit !(a != "" && b != "" && d <= 1e-4)}'
 }
-export -f same_loss_lines
+source tools/json.sh
+export -f field same_loss_lines
 
 step "build against $TORCH_PREFIX"
 build() {  # extra cmake arguments

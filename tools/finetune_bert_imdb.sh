@@ -27,6 +27,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ZOO=${ZOO:-$ROOT/build/zoo}
 source "$ROOT/tools/checkpoints.sh"
+source "$ROOT/tools/json.sh"
 OUT=runs/bert_imdb DEVICE=auto QUICK=0 GPU=0 PHASES=1 LORA=0 CHECKPOINTING=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -119,6 +120,6 @@ if [ "$LORA" -gt 0 ]; then
   "$ZOO" export --checkpoint "$TUNED" --out "$OUT/export-adapter" --adapter
 fi
 
-ACCURACY=$(sed -n 's/.*"accuracy":\([0-9.eE+-]*\).*/\1/p' "$OUT/eval.json")
-EXAMPLES=$(sed -n 's/.*"examples":\([0-9]*\).*/\1/p' "$OUT/eval.json")
+ACCURACY=$(field accuracy < "$OUT/eval.json")
+EXAMPLES=$(field examples < "$OUT/eval.json")
 echo "== IMDB test accuracy: $(awk -v a="$ACCURACY" 'BEGIN { printf "%.2f%%", 100 * a }') of $EXAMPLES reviews ($TUNED)"

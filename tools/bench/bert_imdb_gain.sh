@@ -20,6 +20,7 @@ NAME=bert_imdb_gain.sh
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$ROOT/tools/checkpoints.sh"
 source "$ROOT/tools/bench/parallel.sh"
+source "$ROOT/tools/json.sh"
 FROM="" SEEDS=42,43,44 JOBS="" OUT=runs/bert_imdb_gain CONFIG=$ROOT/tools/recipes/bert_imdb_sentiment.json BUILD=$ROOT/build
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -61,7 +62,7 @@ run() {
     fi
     mv "$dir.eval.json.part" "$dir.eval.json"
   fi
-  echo "$start $seed $(sed -n 's/.*"accuracy":\([0-9.eE+-]*\).*/\1/p' "$dir.eval.json")" | tee -a "$results"
+  echo "$start $seed $(field accuracy < "$dir.eval.json")" | tee -a "$results"
 }
 
 echo "$NAME: ${#SEED_LIST[@]} seeds from $FROM and from scratch ${EXTRA[*]}, $JOBS at a time with $THREADS threads each" >&2

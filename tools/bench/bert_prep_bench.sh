@@ -44,6 +44,6 @@ c=$("$BUILD/zoo_bench_bert_prep" --csv "$TMP/imdb.csv")
 echo "zoo:    $c"
 p=$("$PY" tools/bench/bert_prep_doc000.py --csv "$TMP/imdb.csv" 2>/dev/null)
 echo "python: $p"
-field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
+source tools/json.sh
 awk -v c="$(echo "$c" | field seconds)" -v p="$(echo "$p" | field seconds)" \
   'BEGIN {printf "zoo %.2f s, document 000 %.1f s: zoo takes %.4f of the time (1/%.0f)\n", c, p, c/p, p/c}'

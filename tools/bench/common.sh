@@ -2,9 +2,8 @@
 # script's name for messages), ROUNDS (default round count) and BIN (the C++ side's binary
 # name). Parses [--rounds N] [--build DIR] [-- ARGS...] from "$@" into ROUNDS, BUILD and
 # ARGS, checks that the binary is built and that python3 has torch, and defines median,
-# field (the number after "KEY": in JSON on stdin), the Python settings (PY_SETTINGS,
-# run_python, fastest) and step_rounds (the interleaved rounds of training steps both
-# benchmarks run).
+# field (from tools/json.sh), the Python settings (PY_SETTINGS, run_python, fastest) and
+# step_rounds (the interleaved rounds of training steps both benchmarks run).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BUILD=build
@@ -29,7 +28,7 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ] && [ -x "$BUILD/zoo" ]; then
 fi
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-field() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
+source tools/json.sh
 num() { awk -v x="$1" 'BEGIN {printf "%.1f", x}'; }  # for display; medians use the raw values
 
 # The Python side runs under each setting a Python user might choose, and each ratio is taken

@@ -19,6 +19,7 @@ set -euo pipefail
 NAME=seed_spread.sh
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 source "$ROOT/tools/bench/parallel.sh"
+source "$ROOT/tools/json.sh"
 CONFIG="" SEEDS=1337,1,2,3 JOBS="" METRIC=loss OUT=runs/seed_spread BUILD=$ROOT/build
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -53,7 +54,7 @@ run_seed() {
     return 1
   fi
   local value
-  value=$(grep '"type":"eval"' "$dir/metrics.jsonl" | tail -1 | sed -n "s/.*\"$METRIC\":\([-0-9.eE+]*\).*/\1/p")
+  value=$(grep '"type":"eval"' "$dir/metrics.jsonl" | tail -1 | field "$METRIC")
   [ -n "$value" ] || { echo "$NAME: seed $seed: no '$METRIC' in the last eval event of $dir/metrics.jsonl" >&2; return 1; }
   echo "$seed $value" | tee -a "$results"
 }
