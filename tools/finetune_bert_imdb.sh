@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # BERT on IMDB end to end: pretrain BERT (2 layers, 256 wide; MLM with task-guided masks) on the
 # reviews (64-token items) for 18,000 steps (1 h 38 min on one core beside other runs), fine-tune for sentiment
-# on 384-token texts, evaluate the checkpoint with the best validation accuracy on the 25,000 test
+# on 512-token texts, evaluate the checkpoint with the best validation accuracy on the 25,000 test
 # reviews, classify two sentences, export for transformers. --phases N pretrains N - 1 more times
 # from the last checkpoint, each with a fresh schedule at half the recipe's learning rate (warm-up
 # 300; measured on BERT-tiny's shape, not on this one).
