@@ -215,3 +215,26 @@ if(ZOO_BUILD_TESTS)
     endif()
   endif()
 endif()
+
+# --- The zoo program's allocator ---------------------------------------------------
+# gperftools' tcmalloc_minimal (Debian: libtcmalloc-minimal4) where found on Linux: glibc hands
+# every block over 32 MB to mmap, so each attention-score tensor of a 512-token batch comes as
+# fresh pages, zeroed by the kernel, and goes back on free (a third to two fifths of the CPU
+# time in system calls and page faults); tcmalloc keeps them. Only the zoo program links it
+# (the benchmarks compare zoo's code with Python's on the same allocator). Figures: docs/results.md.
+option(ZOO_TCMALLOC "Link the zoo program with tcmalloc_minimal where found (Linux)" ON)
+add_library(zoo_allocator INTERFACE)
+add_library(zoo::allocator ALIAS zoo_allocator)
+if(ZOO_TCMALLOC AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  find_library(ZOO_TCMALLOC_LIBRARY NAMES tcmalloc_minimal libtcmalloc_minimal.so.4)
+  if(ZOO_TCMALLOC_LIBRARY)
+    # --no-as-needed: zoo calls no tcmalloc function by name; it replaces malloc and free.
+    target_link_libraries(zoo_allocator INTERFACE "-Wl,--push-state,--no-as-needed" ${ZOO_TCMALLOC_LIBRARY}
+                          "-Wl,--pop-state")
+  endif()
+endif()
+if(ZOO_TCMALLOC_LIBRARY)
+  message(STATUS "zoo: the zoo program allocates with ${ZOO_TCMALLOC_LIBRARY}")
+else()
+  message(STATUS "zoo: the zoo program allocates with the C library's malloc (Debian: apt-get install libtcmalloc-minimal4 for tcmalloc)")
+endif()
