@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # Speed unchanged? Runs `zoo train` of shipped recipes cut to a few hundred steps with two zoo
 # binaries (e.g. the build of main before a refactor and after it), alternating before and after
-# R times on the same machine, and prints each side's median training throughput (the median of
-# metrics.jsonl's examples_per_second over the run's steps, then over the repeats) and the ratio
-# after / before. Evaluation and checkpoints are left out of the timed steps.
+# R times on the same machine, and prints each side's training throughput (a run's: its steps'
+# examples over their time, i.e. the harmonic mean of metrics.jsonl's examples_per_second, so that
+# a slow step weighs by its time, as when batches of different lengths take different times; then
+# the median over the repeats) and the ratio after / before. Evaluation and checkpoints are left
+# out of the timed steps.
 #
-#   tools/bench/train_speed.sh --before OLD_ZOO --after NEW_ZOO [--repeats R] [--steps N] [--out DIR] [RECIPE ...]
+#   tools/bench/train_speed.sh --before OLD_ZOO --after NEW_ZOO [--repeats R] [--steps N] [--out DIR]
+#                              [--set section.key=value ...] [RECIPE ...]
 #
 # RECIPE: names under tools/recipes (without .json); by default one per task. Needs the data of
 # the recipes (tools/fetch_data.sh). Threads: zoo's default (all cores); give OMP_NUM_THREADS to pin.
+# --set goes to every run (e.g. data.vocab=DIR/vocab.txt, which bert_imdb_sentiment needs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BEFORE="" AFTER="" OUT=runs/train_speed REPEATS=3 STEPS=300
+source "$ROOT/tools/json.sh"
+BEFORE="" AFTER="" OUT=runs/train_speed REPEATS=3 STEPS=300 SETS=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --before) BEFORE=$2; shift 2 ;;
@@ -19,7 +24,8 @@ while [ $# -gt 0 ]; do
     --repeats) REPEATS=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --set) SETS+=(--set "$2"); shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) echo "train_speed.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -30,12 +36,13 @@ RECIPES=("$@")
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 COMMON=(--device cpu --set train.max_steps="$STEPS" --set train.eval_steps=1000000 --set train.save_steps=1000000
-        --set train.logging_steps=1 --set train.report_to_tensorboard=false)
+        --set train.logging_steps=1 --set train.report_to_tensorboard=false ${SETS[@]+"${SETS[@]}"})
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-# The median examples/s of a run's training records, its first 10 steps (warm-up) left out.
+# The examples/s of a run's training records, its first 10 steps (warm-up) left out: the harmonic
+# mean of the steps' rates (every step has the recipe's batch).
 run_speed() {
-  grep '"type":"train"' "$1" | sed -E 's/.*"examples_per_second":([0-9.e+-]+).*/\1/' | tail -n +11 | median
+  grep '"type":"train"' "$1" | field examples_per_second | tail -n +11 | awk '{t += 1 / $1} END {print NR / t}'
 }
 
 printf '%-28s %12s %12s %8s\n' recipe before after ratio
