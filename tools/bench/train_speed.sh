@@ -42,7 +42,7 @@ median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
 # The examples/s of a run's training records, its first 10 steps (warm-up) left out: the harmonic
 # mean of the steps' rates (every step has the recipe's batch).
 run_speed() {
-  grep '"type":"train"' "$1" | field examples_per_second | tail -n +11 | awk '{t += 1 / $1} END {print NR / t}'
+  grep '"type":"train"' "$1" | field examples_per_second | tail -n +11 | awk '{t += 1 / $1} END {if (NR) print NR / t}'
 }
 
 printf '%-28s %12s %12s %8s\n' recipe before after ratio
@@ -58,6 +58,7 @@ for r in "${RECIPES[@]}"; do
       "$zoo" train --config "$ROOT/tools/recipes/$r.json" --output-dir "$dir" "${COMMON[@]}" > "$dir.log" 2>&1 ||
         { echo "$r ($side): zoo train failed, see $dir.log"; exit 1; }
       speed=$(run_speed "$dir/metrics.jsonl")
+      [ -n "$speed" ] || { echo "$r ($side): no training record after step 10 in $dir/metrics.jsonl (--steps must exceed 10)"; exit 1; }
       [ $side = before ] && before+=("$speed") || after+=("$speed")
     done
   done
