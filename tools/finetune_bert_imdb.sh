@@ -82,7 +82,7 @@ echo "== pretraining ($OUT/pretrain)"
   "${PRE[@]}" "${EXTRA[@]}"
 PRETRAINED=$(last_checkpoint "$OUT/pretrain")
 # Later phases run at half the recipe's learning rate.
-RATE=$(sed -n 's/^ *"learning_rate": *\([0-9.eE+-]*\),\{0,1\}$/\1/p' "$ROOT/tools/recipes/bert_imdb_pretrain.json")
+RATE=$(field learning_rate < "$ROOT/tools/recipes/bert_imdb_pretrain.json")
 [ -n "$RATE" ] || { echo "finetune_bert_imdb.sh: no train.learning_rate in bert_imdb_pretrain.json" >&2; exit 1; }
 HALF_RATE=$(awk -v r="$RATE" 'BEGIN { printf "%g", r / 2 }')
 for ((phase = 2; phase <= PHASES; ++phase)); do
