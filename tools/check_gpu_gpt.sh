@@ -10,7 +10,7 @@ if want gpt-bench; then
     ZOO_BENCH_PHASES=1 "$BUILD/zoo_bench_gpt" --mode train --device cuda --precision bf16 "${shape[@]}" &&
     ZOO_BENCH_PHASES=1 "$PY" tools/bench/gpt_bench.py --device cuda --precision bf16 "${shape[@]}"; } \
     >"$OUT_DIR/gpt_bench.txt" 2>&1 || status=1
-  ms() { grep "$1" "$OUT_DIR/gpt_bench.txt" | grep -v phase_ms | sed -n 's/.*"median_step_ms": *\([0-9.]*\).*/\1/p'; }
+  ms() { grep "$1" "$OUT_DIR/gpt_bench.txt" | grep -v phase_ms | field median_step_ms; }
   zoo_ms=$(ms '"zoo (C++)"') py_ms=$(ms '"PyTorch (Python)"')
   [ -n "$zoo_ms" ] && [ -n "$py_ms" ] &&
     echo "step time zoo / Python: $(awk -v a="$zoo_ms" -v b="$py_ms" 'BEGIN {printf "%.3f", a / b}')" >>"$OUT_DIR/gpt_bench.txt"

@@ -1,7 +1,7 @@
 # Shared by the tools/bench/*.sh scripts (sourced, not run). Before sourcing, set NAME (the
 # script's name for messages), ROUNDS (default round count) and BIN (the C++ side's binary
 # name). Parses [--rounds N] [--build DIR] [-- ARGS...] from "$@" into ROUNDS, BUILD and
-# ARGS, checks that the binary is built and that python3 has torch, and defines median,
+# ARGS, checks that the binary is built and that python3 has torch, and defines median and
 # field (from tools/json.sh), the Python settings (PY_SETTINGS, run_python, fastest) and
 # step_rounds (the interleaved rounds of training steps both benchmarks run).
 set -euo pipefail
@@ -27,7 +27,6 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ] && [ -x "$BUILD/zoo" ]; then
   [ -n "$core" ] && export OPENBLAS_CORETYPE=$core && echo "$NAME: OPENBLAS_CORETYPE=$core on both sides (zoo devices)"
 fi
 
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 source tools/json.sh
 num() { awk -v x="$1" 'BEGIN {printf "%.1f", x}'; }  # for display; medians use the raw values
 

@@ -8,6 +8,7 @@
 #   tools/bench/ddp_bench.sh [--rounds 3] [--nproc 2] [--steps 240] [--build DIR] [-- --set KEY=VALUE...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source tools/json.sh
 ROUNDS=3 NPROC=2 STEPS=240 BUILD=build
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,10 +32,9 @@ COMMON=(train --device cpu --config tools/recipes/vit_fashion_mnist.json --set "
 
 # examples/s of a run: the mean of its logging windows after the first.
 rate() {
-  sed -n 's/.*"examples_per_second": *\([0-9.e+]*\).*/\1/p' "$1/metrics.jsonl" |
+  field examples_per_second < "$1/metrics.jsonl" |
     awk 'NR > 1 {s += $1; n++} END {if (n) printf "%.1f", s / n; else print "nan"}'
 }
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 one=() many=()
 for ((r = 1; r <= ROUNDS; ++r)); do

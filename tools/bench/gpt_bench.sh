@@ -23,4 +23,4 @@ echo "zoo: $(num "$(echo "$c" | field tokens_per_s)") tokens/s, $(echo "$c" | fi
 g=$("$BUILD/$BIN" --mode generate --layers 6 --heads 6 --embd 384 --block 256 --prompt 16 --new 200 \
   --threads "$THREADS")
 echo "generation of 200 tokens: cached $(echo "$g" | field cached_s) s, recomputed $(echo "$g" | field recomputed_s) s," \
-  "speed-up $(echo "$g" | field speedup)x, same output: $(echo "$g" | sed -n 's/.*"same_output":\([a-z]*\).*/\1/p')"
+  "speed-up $(echo "$g" | field speedup)x, same output: $(echo "$g" | flag same_output)"

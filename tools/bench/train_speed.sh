@@ -38,7 +38,6 @@ OUT=$(cd "$OUT" && pwd)
 COMMON=(--device cpu --set train.max_steps="$STEPS" --set train.eval_steps=1000000 --set train.save_steps=1000000
         --set train.logging_steps=1 --set train.report_to_tensorboard=false ${SETS[@]+"${SETS[@]}"})
 
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 # The examples/s of a run's training records, its first 10 steps (warm-up) left out: the harmonic
 # mean of the steps' rates (every step has the recipe's batch).
 run_speed() {
@@ -62,6 +61,6 @@ for r in "${RECIPES[@]}"; do
       [ $side = before ] && before+=("$speed") || after+=("$speed")
     done
   done
-  b=$(printf '%s\n' "${before[@]}" | median) a=$(printf '%s\n' "${after[@]}" | median)
+  b=$(median "${before[@]}") a=$(median "${after[@]}")
   awk -v r="$r" -v a="$a" -v b="$b" 'BEGIN {printf "%-28s %12.1f %12.1f %8.3f\n", r, b, a, a / b}'
 done

@@ -19,4 +19,4 @@ step_rounds training tools/bench/transformer_bench.py --mode train
 g=$("$BUILD/$BIN" --mode decode --beams 4 --new 50 --sentences 10 --threads "$THREADS")
 echo "beam-4 decoding of 50 tokens (10 sentences): cached $(echo "$g" | field cached_s) s," \
   "recomputed $(echo "$g" | field recomputed_s) s, speed-up $(echo "$g" | field speedup)x," \
-  "same output: $(echo "$g" | sed -n 's/.*"same_output":\([a-z]*\).*/\1/p')"
+  "same output: $(echo "$g" | flag same_output)"
