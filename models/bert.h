@@ -161,6 +161,7 @@ class BertForPreTrainingImpl : public torch::nn::Module {
   BertPreTrainingOutput forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids = {},
                                 const torch::Tensor& attention_mask = {}, const torch::Tensor& selected = {},
                                 int64_t position_offset = 0, const torch::Tensor& labels = {});
+  const BertOptions& options() const { return o_; }
   BertModel bert{nullptr};
 
  private:

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_util.h"
+#include "train_fixtures.h"
 #include "train/device.h"
 #include "train/task_registry.h"
 #include "io/safetensors.h"
@@ -258,6 +259,36 @@ TEST(BertPretraining, MlmOnlyWithDynamicMaskingTrainsAndResumesExactly) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("data.next_sentence_prediction=false needs data.layout segments"), std::string::npos)
       << r.output;
+}
+
+// MLM alone without dropout on two cores: each batch is cut into one slice per core, each
+// slice's loss a mean over its own masked tokens and weighted by their number, so the run
+// logs the losses of the same run on one core; with dropout the batch stays whole.
+TEST(BertPretraining, MlmAloneRunsAsOneSlicePerCoreWithTheWholeBatchsLosses) {
+  test::TempDir dir;
+  const std::string root = write_reviews(dir), cfg = dir / "bert.json";
+  test::write_file(cfg, config(root));
+  const std::string options = " --device cpu --set data.layout=segments --set data.max_length=12"
+                              " --set data.next_sentence_prediction=false --set data.dynamic_masking=true"
+                              " --set train.logging_steps=1 --set train.max_steps=5 --set train.eval_steps=5"
+                              " --set train.save_steps=5 --set train.precision=fp32";
+  auto train_on = [&](int threads, const std::string& out, const std::string& more = "") {
+    return test::run(cat("OMP_NUM_THREADS=", threads, " ", ZOO_BINARY, " train --config ", cfg, " --output-dir ",
+                         dir / out, options, more));
+  };
+  auto one = train_on(1, "one"), two = train_on(2, "two");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_EQ(one.output.find("slices"), std::string::npos) << one.output;
+  EXPECT_NE(two.output.find("cut into 2 slices, one per core"), std::string::npos) << two.output;
+  const auto a = test::train_losses(dir / "one"), b = test::train_losses(dir / "two");
+  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(b.size(), 5u);
+  for (const auto& [step, loss] : a) EXPECT_NEAR(b.at(step), loss, 1e-5 * loss) << "step " << step;
+
+  auto dropout = train_on(2, "dropout", " --set model.hidden_dropout_prob=0.1");  // random draws: whole batches
+  ASSERT_EQ(dropout.exit_code, 0) << dropout.output;
+  EXPECT_EQ(dropout.output.find("slices"), std::string::npos) << dropout.output;
 }
 
 // model.pretraining_head electra (issue 39): the generator's MLM loss and the discriminator's

@@ -261,9 +261,10 @@ models::ViTOptions small_vit(int64_t hidden, int64_t layers, int64_t intermediat
 // The parameters' gradients (copies) after one forward_backward call from zero gradients.
 std::vector<torch::Tensor> gradients_of(const std::function<torch::Tensor(const Batch&)>& loss_of, const Batch& batch,
                                         double weight, int64_t shards, const std::vector<torch::Tensor>& params,
-                                        double* loss, bool onednn = false) {
+                                        double* loss, bool onednn = false,
+                                        const std::function<double(const Batch&)>& terms_of = {}) {
   for (auto& p : params) const_cast<torch::Tensor&>(p).mutable_grad() = torch::Tensor();
-  *loss = forward_backward(loss_of, batch, weight, shards, params, {}, onednn).total;
+  *loss = forward_backward(loss_of, batch, weight, shards, params, {}, onednn, terms_of).total;
   std::vector<torch::Tensor> g;
   for (auto& p : params) g.push_back(p.grad().clone());
   return g;
@@ -296,6 +297,43 @@ TEST(Trainer, PerCoreBatchSlicesGiveTheWholeBatchGradients) {
   forward_backward(loss_of, batch, 1.0, 2, params, [&](double v) { checked = v; });
   EXPECT_NEAR(checked, whole, 1e-6);  // the check sees the whole batch's loss
   EXPECT_THROW(forward_backward(loss_of, batch, 1.0, 2, params, [](double) { throw Error("stop"); }), Error);
+  at::set_num_threads(saved_threads);
+}
+
+// A loss that is a mean over a number of terms that differs between examples (an MLM batch's
+// masked tokens): slices counted by their terms give the whole batch's loss and gradients;
+// counted by their examples they would not; a slice with no terms is left out.
+TEST(Trainer, BatchSlicesCountByTheTermsOfTheirLoss) {
+  using torch::indexing::Slice;
+  const int saved_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  torch::manual_seed(4);
+  torch::nn::Linear layer(4, 3);
+  const auto params = layer->parameters();
+  auto selected = torch::zeros({6, 5}, torch::kBool);
+  selected.index_put_({Slice(0, 3), 0}, true);  // the first slice: 3 terms
+  selected.index_put_({Slice(3, 6)}, true);     // the second: 15
+  Batch batch{{{"x", torch::randn({6, 5, 4})}, {"y", torch::randint(0, 3, {6, 5}, torch::kLong)}, {"selected", selected}}, 6, 0};
+  auto loss_of = [&](const Batch& b) {
+    const auto& s = b["selected"];
+    return torch::nn::functional::cross_entropy(layer->forward(b["x"].index({s})), b["y"].index({s}));
+  };
+  auto terms_of = [](const Batch& b) { return b["selected"].sum().item<double>(); };
+  double whole = 0, by_terms = 0, by_examples = 0;
+  const auto ref = gradients_of(loss_of, batch, 1.0, 1, params, &whole);
+  const auto got = gradients_of(loss_of, batch, 1.0, 2, params, &by_terms, false, terms_of);
+  const auto naive = gradients_of(loss_of, batch, 1.0, 2, params, &by_examples);
+  EXPECT_NEAR(by_terms, whole, 1e-6);
+  EXPECT_GT(std::abs(by_examples - whole), 1e-3);  // the case really needs the terms
+  for (size_t i = 0; i < ref.size(); ++i)
+    EXPECT_TRUE(torch::allclose(got[i], ref[i], 1e-5, 1e-6)) << "parameter " << i << ": max |diff| "
+                                                             << (got[i] - ref[i]).abs().max().item<double>();
+
+  batch["selected"].index_put_({Slice(0, 3)}, false);  // the first slice has nothing to average
+  const auto ref2 = gradients_of(loss_of, batch, 1.0, 1, params, &whole);
+  const auto got2 = gradients_of(loss_of, batch, 1.0, 2, params, &by_terms, false, terms_of);
+  EXPECT_NEAR(by_terms, whole, 1e-6);
+  for (size_t i = 0; i < ref2.size(); ++i) EXPECT_TRUE(torch::allclose(got2[i], ref2[i], 1e-5, 1e-6)) << "parameter " << i;
   at::set_num_threads(saved_threads);
 }
 

@@ -13,16 +13,10 @@ LossValues loss_values(const Loss& loss, double share) {
   return v;
 }
 
-LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, const Batch& batch,
-                        double weight, int64_t shards, const std::vector<torch::Tensor>& params,
-                        const std::function<void(double)>& check, bool onednn) {
-  if (shards <= 1 || batch.size < 2 * shards) {
-    const Loss loss = loss_of(batch);
-    const LossValues value = loss_values(loss);
-    if (check) check(value.total);
-    (loss.total * weight).backward();
-    return value;
-  }
+namespace {
+
+// `shards` consecutive slices of the batch, sizes differing by at most one.
+std::vector<Batch> cut(const Batch& batch, int64_t shards) {
   const int64_t base = batch.size / shards, extra = batch.size % shards;
   std::vector<Batch> parts;
   for (int64_t i = 0, start = 0; i < shards; ++i) {
@@ -30,6 +24,44 @@ LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, co
     parts.push_back(batch.narrow(start, n));
     start += n;
   }
+  return parts;
+}
+
+// Adds the slices' gradients to the parameters' in slice order (the same bits every time).
+void add_in_order(const std::vector<torch::autograd::variable_list>& grads, const std::vector<torch::Tensor>& params) {
+  torch::NoGradGuard no_grad;
+  for (size_t p = 0; p < params.size(); ++p) {
+    torch::Tensor sum;
+    for (const auto& g : grads) {
+      if (g.empty() || !g[p].defined()) continue;  // a skipped slice, or a parameter it did not use
+      sum = sum.defined() ? sum.add_(g[p]) : g[p].clone();  // own memory: grads may be views
+    }
+    if (!sum.defined()) continue;
+    auto& grad = const_cast<torch::Tensor&>(params[p]).mutable_grad();
+    grad = grad.defined() ? grad.add_(sum) : sum;
+  }
+}
+
+}  // namespace
+
+LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, const Batch& batch,
+                        double weight, int64_t shards, const std::vector<torch::Tensor>& params,
+                        const std::function<void(double)>& check, bool onednn,
+                        const std::function<double(const Batch&)>& terms_of) {
+  auto whole = [&] {
+    const Loss loss = loss_of(batch);
+    const LossValues value = loss_values(loss);
+    if (check) check(value.total);
+    (loss.total * weight).backward();
+    return value;
+  };
+  if (shards <= 1 || batch.size < 2 * shards) return whole();
+  const std::vector<Batch> parts = cut(batch, shards);
+  std::vector<double> terms(parts.size());
+  double all_terms = 0;
+  for (size_t i = 0; i < parts.size(); ++i)
+    all_terms += terms[i] = terms_of ? terms_of(parts[i]) : static_cast<double>(parts[i].size);
+  if (all_terms <= 0) return whole();  // nothing to average: the task's own answer for the batch
   std::vector<LossValues> values(parts.size());
   std::vector<torch::autograd::variable_list> grads(parts.size());
   const bool grad_mode = torch::GradMode::is_enabled();
@@ -47,7 +79,8 @@ LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, co
     at::parallel_for(0, shards, /*grain_size=*/1, [&](int64_t begin, int64_t end) {
       torch::AutoGradMode enable(grad_mode);
       for (int64_t i = begin; i < end; ++i) {
-        const double share = static_cast<double>(parts[i].size) / static_cast<double>(batch.size);
+        if (terms[i] <= 0) continue;  // its loss would be a mean over nothing
+        const double share = terms[i] / all_terms;
         const Loss loss = loss_of(parts[i]);
         values[i] = loss_values(loss, share);
         grads[i] = torch::autograd::grad({loss.total * (weight * share)}, params, {}, /*retain_graph=*/false,
@@ -61,17 +94,7 @@ LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, co
     for (const auto& [name, x] : v.parts) value.parts[name] += x;
   }
   if (check) check(value.total);
-  torch::NoGradGuard no_grad;
-  for (size_t p = 0; p < params.size(); ++p) {
-    torch::Tensor sum;
-    for (const auto& g : grads) {
-      if (!g[p].defined()) continue;
-      sum = sum.defined() ? sum.add_(g[p]) : g[p].clone();  // own memory: grads may be views
-    }
-    if (!sum.defined()) continue;
-    auto& grad = const_cast<torch::Tensor&>(params[p]).mutable_grad();
-    grad = grad.defined() ? grad.add_(sum) : sum;
-  }
+  add_in_order(grads, params);
   return value;
 }
 

@@ -22,11 +22,15 @@ namespace zoo {
 /// to pay (README, Benchmarks). The slices' gradients are summed in slice order, so a step is
 /// deterministic whatever the threads' timing. oneDNN is off inside the slices (its
 /// convolutions hang there) unless `onednn`, which bf16 autocast needs for its matrix products.
+/// Each slice's loss counts in proportion to `terms_of(slice)`, the number of terms its loss
+/// is a mean over (default: the slice's examples; e.g. the masked tokens of an MLM batch), so
+/// that the slices add up to the whole batch's mean; a slice with no terms is skipped.
 /// The loss and its parts as numbers (.item()), each times `share`.
 LossValues loss_values(const Loss& loss, double share = 1.0);
 
 LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, const Batch& batch,
                         double weight, int64_t shards, const std::vector<torch::Tensor>& params,
-                        const std::function<void(double)>& check = {}, bool onednn = false);
+                        const std::function<void(double)>& check = {}, bool onednn = false,
+                        const std::function<double(const Batch&)>& terms_of = {});
 
 }  // namespace zoo

@@ -70,10 +70,12 @@ class Task {
   /// training mode.
   virtual Loss loss(const Batch& batch) = 0;
   /// True when loss() may run on slices of a batch at the same time from several threads
-  /// and the batch's loss is the example-weighted mean of the slices' losses (every tensor
-  /// batch-first, no randomness in the forward pass, no state changed by loss()). The
+  /// and the batch's loss is the mean of the slices' losses weighted by loss_terms() (every
+  /// tensor batch-first, no randomness in the forward pass, no state changed by loss()). The
   /// trainer then gives each CPU core its own slice (see Trainer). Default: no.
   virtual bool splittable() const { return false; }
+  /// How many terms loss() of `batch` is a mean over. Default: its examples.
+  virtual double loss_terms(const Batch& batch) const { return static_cast<double>(batch.size); }
   /// True when loss() is a function of the batch's tensors alone, computed on the device
   /// without reading anything back (no .item(), no host-side choice per batch, no use of
   /// Batch::seed), so that train.cuda_graphs may capture it once and replay it. Default: no.

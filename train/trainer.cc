@@ -193,7 +193,8 @@ LossValues Trainer::accumulate_gradients(BatchStream& stream, int64_t* examples)
           return task_.loss(b);
         },
         batch, scale / static_cast<double>(o_.gradient_accumulation_steps), shards_, params_,
-        [&](double v) { check_loss(v, micro); }, /*onednn=*/autocast && device.is_cpu());
+        [&](double v) { check_loss(v, micro); }, /*onednn=*/autocast && device.is_cpu(),
+        [&](const Batch& b) { return task_.loss_terms(b); });
     const double share = 1.0 / static_cast<double>(o_.gradient_accumulation_steps);
     step_loss.total += value.total * share;
     for (const auto& [name, x] : value.parts) step_loss.parts[name] += x * share;
@@ -269,6 +270,7 @@ std::string Trainer::plan_line() const {
              world() > 1 ? cat("x", world(), " processes (", args_.collective->backend(), ") = ",
                                o_.per_device_train_batch_size * o_.gradient_accumulation_steps * world())
                          : std::string(),
+             shards_ > 1 ? cat(", cut into ", shards_, " slices, one per core") : std::string(),
              ") on ", args_.device.str(), ", ", precision_, o_.precision == "auto" ? auto_note(args_.device) : "",
              args_.resume_from.empty() ? std::string()
                                        : cat(", resuming from ", args_.resume_from, " at step ", state_.step));

@@ -89,6 +89,16 @@ Loss BertPretrainingTask::loss(const Batch& batch) {
   return Loss{mlm + nsp, {{"mlm", mlm}, {"nsp", nsp}}};
 }
 
+bool BertPretrainingTask::splittable() const {
+  if (electra_ || data_.next_sentence_prediction) return false;  // losses over different terms, or random draws
+  const auto& o = model_->options();
+  return o.hidden_dropout_prob == 0 && o.attention_probs_dropout_prob == 0;
+}
+
+double BertPretrainingTask::loss_terms(const Batch& batch) const {
+  return batch["labels"].ne(kIgnore).sum().item<double>();
+}
+
 std::vector<std::vector<int64_t>> BertPretrainingTask::eval_plan(const std::string& split, int64_t batch_size) {
   if (split != "valid") throw Error(cat("BERT pretraining evaluates the held-out examples: --split valid, not ", split));
   const auto& examples = items_->examples();
