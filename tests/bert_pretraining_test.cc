@@ -210,15 +210,17 @@ TEST(BertPretraining, RandomPositionOffsetsTrainTheWholePositionTable) {
   EXPECT_NE(r.output.find("data.position_offset"), std::string::npos) << r.output;
 }
 
+// The recipe's pretraining on the invented reviews: MLM alone, new masks for every batch.
+const std::string kMlmAlone = " --device cpu --set data.layout=segments --set data.max_length=12"
+                              " --set data.next_sentence_prediction=false --set data.dynamic_masking=true";
+
 // Issue 39's choices: MLM only (B always the text after A; no NSP loss, head or metrics) and
 // dynamic masking (a new draw of the masked positions for every training batch, from its seed).
 TEST(BertPretraining, MlmOnlyWithDynamicMaskingTrainsAndResumesExactly) {
   test::TempDir dir;
   const std::string root = write_reviews(dir), cfg = dir / "bert.json";
   test::write_file(cfg, config(root));
-  const std::string options = " --device cpu --set data.layout=segments --set data.max_length=12"
-                              " --set data.next_sentence_prediction=false --set data.dynamic_masking=true"
-                              " --set data.validation_fraction=0.2 --set train.logging_steps=1";
+  const std::string options = kMlmAlone + " --set data.validation_fraction=0.2 --set train.logging_steps=1";
   auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "run") + options +
                          " --set train.max_steps=300 --set train.eval_steps=300 --set train.save_steps=300");
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -268,10 +270,8 @@ TEST(BertPretraining, MlmAloneRunsAsOneSlicePerCoreWithTheWholeBatchsLosses) {
   test::TempDir dir;
   const std::string root = write_reviews(dir), cfg = dir / "bert.json";
   test::write_file(cfg, config(root));
-  const std::string options = " --device cpu --set data.layout=segments --set data.max_length=12"
-                              " --set data.next_sentence_prediction=false --set data.dynamic_masking=true"
-                              " --set train.logging_steps=1 --set train.max_steps=5 --set train.eval_steps=5"
-                              " --set train.save_steps=5 --set train.precision=fp32";
+  const std::string options = kMlmAlone + " --set train.logging_steps=1 --set train.max_steps=5 --set train.eval_steps=5"
+                                          " --set train.save_steps=5 --set train.precision=fp32";
   auto train_on = [&](int threads, const std::string& out, const std::string& more = "") {
     return test::run(cat("OMP_NUM_THREADS=", threads, " ", ZOO_BINARY, " train --config ", cfg, " --output-dir ",
                          dir / out, options, more));
