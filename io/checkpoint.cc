@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "core/input_file.h"
 #include "core/output_file.h"
@@ -242,6 +243,55 @@ std::string renamed(const std::string& name, const std::vector<std::pair<std::st
   return name;
 }
 
+bool is_index(const std::string& part) {
+  return !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// `name` with each all-digit part replaced by '#' ("bert.encoder.layer.3.output.dense.weight"
+// -> "bert.encoder.layer.#.output.dense.weight": that tensor of every layer).
+std::string layer_pattern(const std::string& name) {
+  std::string out, part;
+  std::istringstream parts(name);
+  while (std::getline(parts, part, '.')) out += (out.empty() ? "" : ".") + (is_index(part) ? std::string("#") : part);
+  return out;
+}
+
+// `name` up to and including its first all-digit part ("bert.encoder.layer.3."), or "".
+std::string layer_prefix(const std::string& name) {
+  std::string part;
+  size_t end = 0;
+  std::istringstream parts(name);
+  while (std::getline(parts, part, '.')) {
+    end += part.size() + 1;
+    if (is_index(part)) return name.substr(0, end);
+  }
+  return "";
+}
+
+// Throws when tensors that the model did not take belong to layers it has fewer of (the model
+// has the same tensor at another layer index): a model built shallower than its checkpoint,
+// which would otherwise train as a silently truncated copy. `source_of`: the model's name of
+// each tensor of the file (after train.init_from_key_map) -> the file's; `used`: the file's
+// names that were loaded.
+void check_no_layer_left_out(const std::string& path, const std::map<std::string, std::string>& source_of,
+                             const std::set<std::string>& used,
+                             const std::vector<std::pair<std::string, torch::Tensor>>& model_tensors) {
+  std::set<std::string> patterns;
+  for (const auto& [name, _] : model_tensors) patterns.insert(layer_pattern(name));
+  std::vector<std::string> left_out;
+  for (const auto& [target, name] : source_of) {
+    const std::string pattern = layer_pattern(target);
+    if (!used.count(name) && pattern != target && patterns.count(pattern)) left_out.push_back(name);
+  }
+  if (left_out.empty()) return;
+  const std::string prefix = layer_prefix(left_out.front());
+  throw Error(cat(path, ": ", left_out.size(), " of its tensors belong to layers the model does not have (e.g. '",
+                  left_out.front(), "'): the model is built with fewer layers than the checkpoint. Its shape comes "
+                  "from the checkpoint's config.json unless --set model.KEY=VALUE gives it: drop the --set that "
+                  "makes it shallower, or, to keep only the first layers on purpose, send the others elsewhere with "
+                  "train.init_from_key_map, e.g. \"", prefix, "=unused.", prefix, "\""));
+}
+
 void print_names(const std::string& title, const std::vector<std::string>& names) {
   if (names.empty()) return;
   std::cerr << "zoo: " << title << ":";
@@ -294,6 +344,7 @@ PretrainedReport init_from_pretrained(torch::nn::Module& model, const std::strin
   }
   for (const auto& [name, _] : file.tensors)
     if (!used.count(name)) report.unexpected.push_back(name);
+  check_no_layer_left_out(path, source_of, used, state_dict(model));
   if (report.loaded.empty())
     throw Error(cat(path, ": none of its ", file.tensors.size(), " tensors matches a tensor of the model (e.g. '",
                     file.tensors.empty() ? std::string() : file.tensors.begin()->first, "' against '",

@@ -211,6 +211,8 @@ ModelEntry bert_entry() {
   e.architectures = {{"bert_pretraining", "BertForPreTraining"},
                      {"text_classification", "BertForSequenceClassification"}};
   e.fact_keys = {{"vocab_size", "vocab_size"}, {"pad_id", "pad_token_id"}, {"labels", "labels"}};
+  e.architecture_keys = {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                         "hidden_act", "max_position_embeddings", "type_vocab_size", "layer_norm_eps"};
   // The head is the task's: the classifier for text classification, else the pretraining head.
   e.build = [](const json& section, const std::string& task) -> std::shared_ptr<torch::nn::Module> {
     const auto o = read_options<BertOptions>(section, "model", {"model_type"});

@@ -274,6 +274,8 @@ ModelEntry gpt2_entry() {
   e.to_hf = gpt2_to_hf;
   e.architectures = {{"language_modeling", "GPT2LMHeadModel"}};
   e.fact_keys = {{"vocab_size", "vocab_size"}, {"bos_id", "bos_token_id"}, {"eos_id", "eos_token_id"}};
+  e.architecture_keys = {"n_positions", "n_embd", "n_layer", "n_head", "n_inner", "activation_function",
+                         "layer_norm_epsilon"};
   e.build = [](const json& section, const std::string&) {
     return GPT2LMHeadModel(read_options<GPT2Options>(section, "model", {"model_type"})).ptr();
   };

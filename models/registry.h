@@ -64,6 +64,12 @@ struct ModelEntry {
   /// "eos_id", "pad_id", "labels") -> this family's key for it (GPT-2: "eos_token_id").
   /// complete_model_section() skips the facts a family has no key for.
   std::map<std::string, std::string> fact_keys;
+  /// The keys that fix the weights' shapes and what they compute (layers, widths, heads,
+  /// positions, activation): training that starts from a checkpoint of this type
+  /// (train.init_from) takes them from its config.json, as Hugging Face's from_pretrained
+  /// does; dropout, heads and initialisation stay the config's, and the vocabulary size
+  /// comes with the data (the embedding's shape is checked when the weights load).
+  std::vector<std::string> architecture_keys;
 };
 
 /// The families' entries (each beside its model).

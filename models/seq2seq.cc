@@ -311,6 +311,7 @@ ModelEntry seq2seq_entry() {
   e.to_hf = seq2seq_to_hf;
   e.architectures = {{"translation", "Seq2SeqGRUAttention"}};
   e.fact_keys = entry::translation_fact_keys();
+  e.architecture_keys = {"embedding_dim", "units", "attention", "attention_units", "bidirectional_encoder", "num_layers"};
   e.build = [](const json& section, const std::string&) {
     return Seq2Seq(read_options<Seq2SeqOptions>(section, "model", entry::translation_extra_keys())).ptr();
   };

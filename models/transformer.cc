@@ -340,6 +340,10 @@ ModelEntry transformer_entry() {
   e.to_hf = transformer_to_hf;
   e.architectures = {{"translation", "MarianMTModel"}};
   e.fact_keys = entry::translation_fact_keys();
+  e.architecture_keys = {"d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads",
+                         "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "activation_function",
+                         "max_position_embeddings", "scale_embedding", "normalize_before",
+                         "share_encoder_decoder_embeddings", "tie_word_embeddings", "layer_norm_eps"};
   e.build = [](const json& section, const std::string&) {
     return Transformer(read_options<TransformerOptions>(section, "model", entry::translation_extra_keys())).ptr();
   };

@@ -148,6 +148,8 @@ ModelEntry vit_entry() {
   e.to_hf = vit_to_hf;
   e.architectures = {{"image_classification", "ViTForImageClassification"}};
   e.fact_keys = {{"labels", "labels"}};
+  e.architecture_keys = {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+                         "layer_norm_eps", "image_size", "patch_size", "num_channels", "qkv_bias"};
   e.build = [](const json& section, const std::string&) {
     return ViTForImageClassification(read_options<ViTOptions>(section, "model", {"model_type"})).ptr();
   };

@@ -1,6 +1,7 @@
 // Config parsing/validation, --set overrides, presets, devices and schedules.
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -168,8 +169,14 @@ TEST(Config, RegistriesAreTablesThatAgreeWithEachOther) {
     }
     EXPECT_NE(describe_config(task.name).find("train.learning_rate"), std::string::npos) << task.name;
   }
-  for (const auto& model : models::model_registry())
+  for (const auto& model : models::model_registry()) {
     EXPECT_NO_THROW(task_entry(model.default_task)) << model.model_type;
+    // What a fine-tuning takes from its checkpoint's config.json: keys of the section.
+    EXPECT_FALSE(model.architecture_keys.empty()) << model.model_type;
+    std::set<std::string> keys;
+    for (const auto& doc : model.describe()) keys.insert(doc.key);
+    for (const auto& key : model.architecture_keys) EXPECT_EQ(keys.count(key), 1u) << model.model_type << "." << key;
+  }
   const auto msg = error_of([] { models::model_entry("vitt"); });
   EXPECT_NE(msg.find("did you mean 'vit'"), std::string::npos) << msg;
   const std::string help = describe_config("image_classification");

@@ -111,6 +111,52 @@ TEST(TextClassification, LearnsSentimentFromFoldersAndEvaluatesTheTestSplit) {
 }
 
 // data.truncation: head keeps a long text's beginning; head_tail its first quarter and its end.
+// Fine-tuning builds the architecture of the checkpoint it starts from, not the config's (as
+// from_pretrained does): a 2-layer checkpoint fine-tuned with this 1-layer config trains 2
+// layers, and --resume keeps them with the checkpoint gone. A --set that makes the model
+// shallower than its checkpoint is refused, unless the key map sends the extra layer away.
+TEST(TextClassification, FineTuningBuildsTheCheckpointsArchitecture) {
+  test::TempDir dir;
+  const std::string root = write_data(dir), cfg = dir / "cls.json", deep = dir / "deep/checkpoint-2";
+  test::write_file(cfg, config(root, dir / "vocab.txt"));
+  const std::string steps = " --set train.max_steps=2 --set train.eval_steps=2 --set train.save_steps=2";
+  auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "deep") + steps +
+                         " --set model.num_hidden_layers=2 --set model.intermediate_size=48");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto layers_of = [](const std::string& checkpoint) {
+    return json::parse(test::read_file(checkpoint + "/config.json"))["model"]["num_hidden_layers"].get<int>();
+  };
+
+  r = test::run_zoo("finetune --from " + deep + " --config " + cfg + " --output-dir " + (dir / "ft") + steps);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("zoo: the model takes its architecture from " + deep + "/config.json: num_hidden_layers 2 "
+                          "(the config: 1), intermediate_size 48 (the config: 64)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("(unexpected)"), std::string::npos) << "every tensor of the checkpoint is used: " << r.output;
+  EXPECT_EQ(layers_of(dir / "ft/checkpoint-2"), 2);
+  fs::rename(dir / "deep", dir / "gone");
+  r = test::run_zoo("train --config " + cfg + " --init-from " + deep + " --output-dir " + (dir / "ft") + " --resume" +
+                    " --set train.max_steps=4 --set train.eval_steps=2 --set train.save_steps=2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(layers_of(dir / "ft/checkpoint-4"), 2);
+  fs::rename(dir / "gone", dir / "deep");
+
+  r = test::run_zoo("finetune --from " + deep + " --config " + cfg + " --output-dir " + (dir / "shallow") + steps +
+                    " --set model.num_hidden_layers=1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("belong to layers the model does not have (e.g. 'bert.encoder.layer.1."), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("train.init_from_key_map, e.g. \"bert.encoder.layer.1.=unused.bert.encoder.layer.1.\""),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "shallow/checkpoint-2"));
+  r = test::run_zoo("finetune --from " + deep + " --config " + cfg + " --output-dir " + (dir / "shallow") + steps +
+                    " --set model.num_hidden_layers=1 --set 'train.init_from_key_map=[\"bert.encoder.layer.1.=unused.\"]'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(layers_of(dir / "shallow/checkpoint-2"), 1);
+}
+
 TEST(TextClassification, TruncationKeepsTheHeadOrTheHeadAndTail) {
   test::TempDir dir;
   const std::string root = write_data(dir);

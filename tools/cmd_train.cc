@@ -70,6 +70,21 @@ int run_help_config(const TrainCommand& a) {
   return 0;
 }
 
+// The checkpoint --resume continues ("" without --resume): the one named, or the newest in `out`.
+std::string resume_target(const TrainCommand& a, const std::string& out) {
+  if (!a.resume_set) return "";
+  if (a.resume.empty() || a.resume == "latest") {
+    const std::string latest = latest_checkpoint(out);
+    if (latest.empty())
+      throw Error(cat("--resume: no checkpoint in ", out, " (looked for ", out, "/checkpoint-N/trainer_state.json)"));
+    return latest;
+  }
+  const std::string dir = checked_checkpoint_dir(a.resume);
+  if (!fs::exists(fs::path(dir) / "trainer_state.json"))
+    throw Error(cat("--resume ", a.resume, ": not a training checkpoint (no trainer_state.json)"));
+  return dir;
+}
+
 int run_train(const TrainCommand& a) {
   if (a.help_config) return run_help_config(a);
   if (a.config.empty()) throw Error("zoo train needs --config FILE.json (see tools/recipes/; --help-config lists the keys)");
@@ -78,7 +93,9 @@ int run_train(const TrainCommand& a) {
   if (!raw.is_object()) throw Error(cat(a.config, ": the config must be a JSON object"));
   for (const auto& s : a.overrides) apply_override(raw, s);
   if (!a.init_from.empty()) apply_override(raw, "train.init_from=" + json(a.init_from).dump());
-  const json config = resolve_config(raw, a.config);
+  const std::string out = a.output_dir.empty() ? (fs::path("runs") / fs::path(a.config).stem()).string() : a.output_dir;
+  const std::string resume_from = resume_target(a, out);
+  const json config = resolve_training_config(raw, a.config, a.overrides, resume_from);
   // A data-parallel launch (torchrun, tools/launch.sh, Slurm, mpirun): one process per rank,
   // each on its own GPU (cuda:LOCAL_RANK) when there are GPUs. A world of one forms a process
   // group only when train.ddp_backend names a backend (a check of that backend).
@@ -89,22 +106,8 @@ int run_train(const TrainCommand& a) {
   lora_options(config);  // train.lora's keys and targets are checked before the data is read
   if (train_options.check_memory)
     check_memory_budget(estimate_training_memory(config), device, cat(a.config, ": this run"));
-  const std::string out = a.output_dir.empty() ? (fs::path("runs") / fs::path(a.config).stem()).string() : a.output_dir;
-
-  std::string resume_from;
-  if (a.resume_set) {
-    if (a.resume.empty() || a.resume == "latest") {
-      resume_from = latest_checkpoint(out);
-      if (resume_from.empty())
-        throw Error(cat("--resume: no checkpoint in ", out, " (looked for ", out, "/checkpoint-N/trainer_state.json)"));
-    } else {
-      resume_from = checked_checkpoint_dir(a.resume);
-      if (!fs::exists(fs::path(resume_from) / "trainer_state.json"))
-        throw Error(cat("--resume ", a.resume, ": not a training checkpoint (no trainer_state.json)"));
-    }
-  } else if (!latest_checkpoint(out).empty()) {
+  if (!a.resume_set && !latest_checkpoint(out).empty())
     throw Error(cat(out, " already holds checkpoints; continue it with --resume, or choose another --output-dir"));
-  }
 
   std::unique_ptr<Collective> collective;
   if (launch) {

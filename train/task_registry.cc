@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
+#include <set>
 #include <sstream>
 
 #include "models/registry.h"
@@ -143,6 +145,50 @@ json resolve_config(json config, const std::string& source) {
   } catch (const Error& e) {
     throw Error(cat(source, ": ", e.what()));
   }
+}
+
+namespace {
+// The model keys that the command line's --set gives ("*" for all: model.preset or model).
+std::set<std::string> keys_set_by(const std::vector<std::string>& overrides) {
+  std::set<std::string> keys;
+  for (const auto& o : overrides) {
+    const std::string key = o.substr(0, o.find('='));
+    if (key == "model" || key == "model.preset") keys.insert("*");
+    else if (key.rfind("model.", 0) == 0) keys.insert(key.substr(6));
+  }
+  return keys;
+}
+}  // namespace
+
+json resolve_training_config(json raw, const std::string& source, const std::vector<std::string>& overrides,
+                             const std::string& resumed) {
+  json config = resolve_config(raw, source);
+  const std::string init_from = config.at("train").value("init_from", "");
+  if (init_from.empty()) return config;
+  const std::filesystem::path path = std::filesystem::path(resumed.empty() ? model_dir(init_from) : resumed) / "config.json";
+  std::error_code ec;
+  const std::set<std::string> given = keys_set_by(overrides);
+  if (given.count("*") || !std::filesystem::is_regular_file(path, ec)) return config;
+  json theirs;
+  try {
+    theirs = models::resolve_model_config(load_checkpoint_config(path.parent_path().string()).at("model"));
+  } catch (const Error& e) {  // e.g. another family's Hugging Face directory, its names mapped by init_from_key_map
+    std::cerr << "zoo: warning: " << path.string() << ": " << e.what() << "; the model keeps the config's architecture\n";
+    return config;
+  }
+  json model = config.at("model");
+  if (theirs.at("model_type") != model.at("model_type")) return config;
+  std::string taken;
+  for (const auto& key : models::model_entry(model.at("model_type")).architecture_keys) {
+    if (given.count(key) || !theirs.contains(key) || theirs[key] == model[key]) continue;
+    taken += cat(taken.empty() ? "" : ", ", key, " ", theirs[key].dump(), " (the config: ", model[key].dump(), ")");
+    model[key] = theirs[key];
+  }
+  if (taken.empty()) return config;
+  std::cerr << "zoo: the model takes its architecture from " << path.string() << ": " << taken
+            << "; --set model.KEY=VALUE keeps the config's\n";
+  raw["model"] = model;
+  return resolve_config(raw, source);
 }
 
 TaskContext task_context(const json& config) {

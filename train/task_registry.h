@@ -41,6 +41,16 @@ std::string task_name(const json& config);
 /// zoo::Error naming `source` on problems.
 json resolve_config(json config, const std::string& source);
 
+/// resolve_config() of a training config, whose model, when its weights start from a checkpoint
+/// (train.init_from; the checkpoint `resumed` when --resume continues such a run), takes that
+/// checkpoint's architecture (models::ModelEntry::architecture_keys: layers, widths, heads...)
+/// where the config's differs, as Hugging Face's from_pretrained does, except the keys that
+/// `overrides` (the command line's --set) give: model.KEY, or model.preset for all of them.
+/// Each key taken is printed with both values. A checkpoint of another model type, or a
+/// directory without config.json (a PEFT adapter), leaves the config as it is.
+json resolve_training_config(json raw, const std::string& source, const std::vector<std::string>& overrides,
+                             const std::string& resumed);
+
 /// The context a task gets from a resolved config's train section, on the CPU in fp32 until
 /// the trainer says otherwise.
 TaskContext task_context(const json& config);
