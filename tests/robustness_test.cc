@@ -516,7 +516,8 @@ TEST(MemoryBudget, ParameterCountsFromTheConfigMatchTheBuiltModels) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Faults while training: SIGTERM writes a checkpoint that resumes; kill -9 never leaves a half
+// Faults while training: SIGTERM writes a checkpoint that resumes (and exits 143, not 0, so that
+// the unfinished run is not taken for a finished one); kill -9 never leaves a half
 // checkpoint (the newest complete one loads and resumes).
 
 TEST(Faults, SigtermCheckpointsAndKillNineLeavesTheNewestCompleteCheckpoint) {
@@ -537,7 +538,7 @@ TEST(Faults, SigtermCheckpointsAndKillNineLeavesTheNewestCompleteCheckpoint) {
     auto r = test::run("bash -c '" + script + "'");
     const std::string log = test::read_file(t / (signal + ".log"));
     if (signal == "TERM") {
-      EXPECT_NE(r.output.find("rc=0"), std::string::npos) << r.output << log;
+      EXPECT_NE(r.output.find("rc=143"), std::string::npos) << r.output << log;  // 128 + SIGTERM
       EXPECT_NE(log.find("interrupted at step"), std::string::npos) << log;
     } else {
       EXPECT_NE(r.output.find("rc=137"), std::string::npos) << r.output << log;

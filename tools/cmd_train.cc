@@ -118,8 +118,7 @@ int run_train(const TrainCommand& a) {
   install_stop_handlers();
   TrainerArgs args{config, config_source(a), out, device, resume_from};
   args.collective = collective.get();
-  train(*task, args);
-  return 0;
+  return train(*task, args).interrupted ? stop_exit_status() : 0;
 }
 
 }  // namespace

@@ -10,7 +10,11 @@ std::atomic<bool>& stop_requested() {
 }
 
 namespace {
+std::atomic<int> first_signal{0};
+
 void on_stop_signal(int sig) {
+  int none = 0;
+  first_signal.compare_exchange_strong(none, sig);
   if (stop_requested().exchange(true)) {
     // Second signal: the user insists. Checkpoints are atomic, so leaving now is safe.
     std::signal(sig, SIG_DFL);
@@ -18,6 +22,8 @@ void on_stop_signal(int sig) {
   }
 }
 }  // namespace
+
+int stop_exit_status() { return 128 + (first_signal.load() ? first_signal.load() : SIGTERM); }
 
 void install_stop_handlers() {
   struct sigaction sa {};
