@@ -22,6 +22,9 @@
 # modules_to_save); the export then also holds the adapter alone (export-adapter/).
 # --gradient-checkpointing recomputes each layer's activations in backward in both runs.
 #
+# Run again after an interruption, it keeps the runs that finished and continues the one that
+# stopped (--resume); delete a run's folder to train it again.
+#
 # Output (default runs/bert_imdb): pretrain/ (pretrain2/ ... with --phases) and sentiment/ (the runs), eval.json,
 # classify.txt, export/ (model.safetensors + Hugging Face config.json + vocab.txt).
 set -euo pipefail
@@ -79,8 +82,7 @@ if [ "$GPU" = 1 ]; then
 fi
 
 echo "== pretraining ($OUT/pretrain)"
-"$ZOO" train --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" --output-dir "$OUT/pretrain" --device "$DEVICE" \
-  "${PRE[@]}" "${EXTRA[@]}"
+train_once "$OUT/pretrain" --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" --device "$DEVICE" "${PRE[@]}" "${EXTRA[@]}"
 PRETRAINED=$(last_checkpoint "$OUT/pretrain")
 # Later phases run at half the recipe's learning rate.
 RATE=$(field learning_rate < "$ROOT/tools/recipes/bert_imdb_pretrain.json")
@@ -89,14 +91,14 @@ HALF_RATE=$(awk -v r="$RATE" 'BEGIN { printf "%g", r / 2 }')
 for ((phase = 2; phase <= PHASES; ++phase)); do
   echo "== pretraining, phase $phase of $PHASES ($OUT/pretrain$phase, from $PRETRAINED)"
   # The recipe's items and masks again, with a new optimizer and schedule; --quick's settings win.
-  "$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" --output-dir "$OUT/pretrain$phase" \
+  train_once "$OUT/pretrain$phase" --init-from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_pretrain.json" \
     --device "$DEVICE" --set train.learning_rate="$HALF_RATE" --set train.warmup_steps=300 "${PRE[@]}" "${EXTRA[@]}"
   PRETRAINED=$(last_checkpoint "$OUT/pretrain$phase")
 done
 
 echo "== fine-tuning from $PRETRAINED ($OUT/sentiment)"
-"$ZOO" finetune --from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_sentiment.json" \
-  --output-dir "$OUT/sentiment" --device "$DEVICE" "${CLS[@]}" "${TUNE[@]}" "${EXTRA[@]}"
+train_once "$OUT/sentiment" --init-from "$PRETRAINED" --config "$ROOT/tools/recipes/bert_imdb_sentiment.json" \
+  --device "$DEVICE" "${CLS[@]}" "${TUNE[@]}" "${EXTRA[@]}"
 # The checkpoint with the best validation accuracy (the recipe's metric_for_best_model), else the last.
 TUNED=$(best_checkpoint "$OUT/sentiment")
 echo "== best checkpoint by validation accuracy: $TUNED"
