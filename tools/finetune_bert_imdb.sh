@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# BERT on IMDB end to end: pretrain BERT (2 layers, 256 wide; MLM with task-guided masks) on the
-# reviews (64-token items) for 18,000 steps (1 h 38 min on one core beside other runs), fine-tune for sentiment
-# on 512-token texts, evaluate the checkpoint with the best validation accuracy on the 25,000 test
-# reviews, classify two sentences, export for transformers. --phases N pretrains N - 1 more times
-# from the last checkpoint, each with a fresh schedule at half the recipe's learning rate (warm-up
-# 300; on BERT-tiny's shape a second phase added 0.68 points, on this one a 12,000-step second
-# phase 0.06: docs/results.md).
+# BERT on IMDB end to end: pretrain BERT (4 layers, 256 wide; MLM with task-guided masks) on the
+# reviews (64-token items) for 18,000 steps (1 h 31 min on 2 cores), fine-tune for sentiment on
+# 512-token texts (17 min on 2 cores), evaluate the checkpoint with the best validation accuracy
+# on the 25,000 test reviews (90.29%, mean of 3 seeds), classify two sentences, export for
+# transformers. --phases N pretrains N - 1 more times from the last checkpoint, each with a fresh
+# schedule at half the recipe's learning rate (warm-up 300; on BERT-tiny's shape a second phase
+# added 0.68 points, on two layers 256 wide a 12,000-step second phase 0.06: docs/results.md).
 #
 #   tools/finetune_bert_imdb.sh [--out DIR] [--device D] [--quick | --gpu] [--phases N] [--lora R]
 #                               [--gradient-checkpointing]
