@@ -28,6 +28,13 @@ namespace zoo {
 
 std::string checkpoint_dir_name(int64_t step) { return cat("checkpoint-", step); }
 
+namespace {
+// A non-empty run of decimal digits: a checkpoint's step, a layer's index in a tensor name.
+bool is_index(const std::string& part) {
+  return !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+}
+}  // namespace
+
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& output_dir) {
   std::vector<std::pair<int64_t, std::string>> out;
   std::error_code ec;
@@ -36,7 +43,7 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
     const std::string name = entry.path().filename().string();
     if (name.rfind("checkpoint-", 0) != 0 || !entry.is_directory()) continue;
     const std::string digits = name.substr(11);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (!is_index(digits) || digits.size() > 18) continue;  // 18 digits fit an int64_t
     if (!fs::exists(entry.path() / "trainer_state.json")) continue;  // not one of ours / incomplete
     out.emplace_back(std::stoll(digits), entry.path().string());
   }
@@ -241,10 +248,6 @@ std::string renamed(const std::string& name, const std::vector<std::pair<std::st
   for (const auto& [from, to] : renames)
     if (name.rfind(from, 0) == 0) return to + name.substr(from.size());
   return name;
-}
-
-bool is_index(const std::string& part) {
-  return !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
 }
 
 // `name` with each all-digit part replaced by '#' ("bert.encoder.layer.3.output.dense.weight"

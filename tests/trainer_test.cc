@@ -691,6 +691,10 @@ TEST(Checkpoint, UncommittedWriterLeavesNothingThatLooksWhole) {
   test::write_file(w.path("trainer_state.json"), "{}");
   EXPECT_EQ(w.commit(), dir / "checkpoint-7");
   EXPECT_EQ(latest_checkpoint(dir.path().string()), dir / "checkpoint-7");
+  // A folder named like a checkpoint past int64_t's range is not one of ours (and not an error).
+  fs::create_directories(dir / "checkpoint-99999999999999999999");
+  test::write_file(dir / "checkpoint-99999999999999999999/trainer_state.json", "{}");
+  EXPECT_EQ(latest_checkpoint(dir.path().string()), dir / "checkpoint-7");
 }
 
 TEST(Checkpoint, RotationKeepsNewestAndBest) {
