@@ -2,7 +2,7 @@
 #   last_checkpoint RUN_DIR  the checkpoint-N with the largest N
 #   best_checkpoint RUN_DIR  the run's best_model_checkpoint (train.metric_for_best_model) as the
 #                            last checkpoint's trainer_state.json names it, else the last checkpoint
-#   run_finished RUN_DIR     true when the run's last checkpoint is at its last step
+#   run_finished RUN_DIR     true when the run's last checkpoint (it has one) is at its last step
 #   train_once RUN_DIR ARGS  `$ZOO train ARGS --output-dir RUN_DIR` unless RUN_DIR finished (kept, said
 #                            so); a run stopped part way continues with --resume
 source "$(dirname "${BASH_SOURCE[0]}")/json.sh"
@@ -14,23 +14,21 @@ best_checkpoint() {
   if [ -n "$b" ] && [ -d "$b" ]; then echo "$b"; else last_checkpoint "$1"; fi
 }
 run_finished() {
-  local state
-  compgen -G "$1/checkpoint-*" > /dev/null || return 1
+  local state step max
   state="$(last_checkpoint "$1")/trainer_state.json"
   [ -f "$state" ] || return 1
-  local step max
   step=$(field global_step < "$state" | head -1) max=$(field max_steps < "$state" | head -1)
   [ -n "$step" ] && [ -n "$max" ] && [ "$step" -ge "$max" ]
 }
 train_once() {
   local dir=$1
   shift
-  if run_finished "$dir"; then
+  if ! compgen -G "$dir/checkpoint-*" > /dev/null; then
+    "$ZOO" train "$@" --output-dir "$dir"
+  elif run_finished "$dir"; then
     echo "== $dir finished at $(basename "$(last_checkpoint "$dir")"): kept (delete it to train it again)"
-  elif compgen -G "$dir/checkpoint-*" > /dev/null; then
+  else
     echo "== $dir stopped at $(basename "$(last_checkpoint "$dir")"): continuing it"
     "$ZOO" train "$@" --output-dir "$dir" --resume
-  else
-    "$ZOO" train "$@" --output-dir "$dir"
   fi
 }
