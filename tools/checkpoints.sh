@@ -4,7 +4,9 @@
 #                            last checkpoint's trainer_state.json names it, else the last checkpoint
 #   run_finished RUN_DIR     true when the run's last checkpoint (it has one) is at its last step
 #   train_once RUN_DIR ARGS  `$ZOO train ARGS --output-dir RUN_DIR` unless RUN_DIR finished (kept, said
-#                            so); a run stopped part way continues with --resume
+#                            so); a run stopped part way continues with --resume. ARGS are recorded in
+#                            RUN_DIR/train_once.args; a run trained with other ARGS is neither kept nor
+#                            continued (return 2, naming the difference)
 source "$(dirname "${BASH_SOURCE[0]}")/json.sh"
 last_checkpoint() { ls -d "$1"/checkpoint-* | sort -t- -k2 -n | tail -1; }
 best_checkpoint() {
@@ -20,12 +22,30 @@ run_finished() {
   step=$(field global_step < "$state" | head -1) max=$(field max_steps < "$state" | head -1)
   [ -n "$step" ] && [ -n "$max" ] && [ "$step" -ge "$max" ]
 }
+# One line per argument, shell-quoted, without --device and its value (where a run trains is not
+# what it trains: a run started on one device may continue on another).
+run_args() {
+  local skip=0 a
+  for a in "$@"; do
+    if [ "$skip" = 1 ]; then skip=0; elif [ "$a" = --device ]; then skip=1; else printf '%q\n' "$a"; fi
+  done
+}
 train_once() {
-  local dir=$1
+  local dir=$1 record
   shift
+  record=$(run_args "$@")
   if ! compgen -G "$dir/checkpoint-*" > /dev/null; then
+    mkdir -p "$dir" && printf '%s\n' "$record" > "$dir/train_once.args"
     "$ZOO" train "$@" --output-dir "$dir"
-  elif run_finished "$dir"; then
+    return
+  fi
+  if [ -f "$dir/train_once.args" ] && [ "$(< "$dir/train_once.args")" != "$record" ]; then
+    { echo "== $dir was trained with other arguments (< then, > now):"
+      diff "$dir/train_once.args" <(printf '%s\n' "$record") | grep '^[<>]'
+      echo "   delete $dir to train it with these, or write to another output folder"; } >&2
+    return 2
+  fi
+  if run_finished "$dir"; then
     echo "== $dir finished at $(basename "$(last_checkpoint "$dir")"): kept (delete it to train it again)"
   else
     echo "== $dir stopped at $(basename "$(last_checkpoint "$dir")"): continuing it"

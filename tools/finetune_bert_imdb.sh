@@ -23,7 +23,9 @@
 # --gradient-checkpointing recomputes each layer's activations in backward in both runs.
 #
 # Run again after an interruption, it keeps the runs that finished and continues the one that
-# stopped (--resume); delete a run's folder to train it again.
+# stopped (--resume); delete a run's folder to train it again. A run that was trained with other
+# options (--lora after a full fine-tuning, other --set ARGS) is refused, not kept: delete it, or
+# give another --out.
 #
 # Output (default runs/bert_imdb): pretrain/ (pretrain2/ ... with --phases) and sentiment/ (the runs), eval.json,
 # classify.txt, export/ (model.safetensors + Hugging Face config.json + vocab.txt).
