@@ -269,6 +269,12 @@ TEST(TextClassification, BadInputIsNamed) {
                     " --set data.text_column=text");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("no column 'text'"), std::string::npos) << r.output;
+  // Texts longer than the model's positions would fail at the first long batch; every text here
+  // is shorter, so only the check at start-up catches it.
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "e") + " --set data.max_length=33");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("data.max_length 33 is longer than the model's 32 positions"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "e/checkpoint-60"));
 }
 
 // Issue 36's data faults and untrusted assets, for text classification: a label folder that

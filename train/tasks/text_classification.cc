@@ -33,8 +33,14 @@ TextClassificationTask::TextClassificationTask(const json& config, const TaskCon
   if (!checkpoint_dir.empty()) facts.mismatch_hint = "this vocabulary does not belong to this checkpoint";
   json& model = config_["model"];
   model = models::complete_model_section(model, facts);
+  const json resolved = models::resolve_model_config(model);
+  // Checked here, not at the first text longer than the model (which may come hours in).
+  const int64_t positions = resolved.value("max_position_embeddings", int64_t{512});
+  if (data_.max_length > positions)
+    throw Error(cat("config: data.max_length ", data_.max_length, " is longer than the model's ", positions,
+                    " positions (model.max_position_embeddings); set data.max_length=", positions, " or less"));
   model_ = models::BertForSequenceClassification(std::dynamic_pointer_cast<models::BertForSequenceClassificationImpl>(
-      models::build_model(models::resolve_model_config(model), "text_classification")));
+      models::build_model(resolved, "text_classification")));
 }
 
 void TextClassificationTask::prepare_training(const std::string& /*output_dir*/) { dataset_->load_training(); }
