@@ -382,7 +382,9 @@ json load_checkpoint_config(const std::string& given) {
     if (task == "text_classification") {  // a BERT sequence classifier: WordPiece, its classes by name
       json labels = out["model"].value("labels", json::array());
       for (auto i = labels.size(); i < out["model"].value("num_labels", size_t{2}); ++i) labels.push_back(cat("LABEL_", i));
-      out["data"] = {{"tokenizer", "wordpiece"}, {"labels", labels}};
+      // It reads as many tokens as it has positions (BertTokenizer's model_max_length, as a rule).
+      out["data"] = {{"tokenizer", "wordpiece"}, {"labels", labels},
+                     {"max_length", out["model"].value("max_position_embeddings", int64_t{512})}};
     }
     // A Marian tokenizer (source.spm / target.spm) tells how the sentences were cut.
     const auto tok = fs::path(dir) / "tokenizer_config.json";

@@ -317,6 +317,13 @@ TEST(TextClassification, EmptyLabelFolderNoValidationAndShuffledVocabularyAreRef
   fs::remove(dir / "wpj/vocab.txt");
   const auto from_tokenizer_json = classify(dir / "wpj");
   EXPECT_EQ(from_tokenizer_json.output, from_checkpoint.output);
+  // A text longer than the directory's 32 positions is cut to them (data.max_length's default,
+  // 256, would be too long for this model).
+  std::string long_text;
+  for (int i = 0; i < 40; ++i) long_text += "the film was wonderful ";
+  test::write_file(dir / "long.txt", long_text + "\n");
+  r = test::run(std::string(ZOO_BINARY) + " classify --checkpoint " + (dir / "wpx") + " < " + (dir / "long.txt"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 
   r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "novalid") + " --set data.valid_size=0");
   EXPECT_EQ(r.exit_code, 1) << r.output;
