@@ -2,7 +2,7 @@
 # tools/checkpoints.sh's train_once, as the recipe scripts call it, against a stand-in for zoo
 # that logs its arguments and writes checkpoint-N/trainer_state.json: a fresh run trains, a
 # finished one is kept, a stopped one continues with --resume, a run trained with other
-# arguments is refused (another --device is not another run).
+# arguments or an edited config file is refused (another --device is not another run).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d)
@@ -13,6 +13,7 @@ check() {  # check WHAT COMMAND...: the command must succeed
   if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; FAILS=$((FAILS + 1)); fi
 }
 
+# The scripts run with set -euo pipefail: so do the refusals below (set -e in their subshells).
 # The stand-in: `zoo train ... --set train.max_steps=N --output-dir D [--resume]` saves
 # checkpoint-N, or checkpoint-$STOP_AT when STOP_AT is set (a run interrupted there).
 cat > "$WORK/zoo" <<'EOF'
@@ -49,12 +50,20 @@ out=$(train_once "$RUN" --config a.json --device cpu --set train.max_steps=10)
 check "a finished run is kept" test "$(calls)" = 2
 check "and says so" grep -q "finished at checkpoint-10: kept" <<< "$out"
 
-err=$( (train_once "$RUN" --config a.json --device cpu --set train.max_steps=10 --set train.lora=8) 2>&1 > /dev/null)
+err=$( (set -e; train_once "$RUN" --config a.json --device cpu --set train.max_steps=10 --set train.lora=8) 2>&1 > /dev/null)
 status=$?
 check "a run with other arguments is refused (status 2)" test "$status" = 2
 check "and nothing trains" test "$(calls)" = 2
 check "the refusal names the difference and the fix" \
-  grep -qz "other arguments.*> --set.*> train.lora=8.*delete $RUN" <<< "$err"
+  grep -qz "other arguments or config.*> --set.*> train.lora=8.*delete $RUN" <<< "$err"
+
+echo '{"train": {"max_steps": 10}}' > "$WORK/c.json"
+train_once "$WORK/edited" --config "$WORK/c.json" > /dev/null
+echo '{"train": {"max_steps": 20}}' > "$WORK/c.json"
+err=$( (set -e; train_once "$WORK/edited" --config "$WORK/c.json") 2>&1 > /dev/null)
+status=$?
+check "a run whose config file was edited since is refused" test "$status" = 2 -a "$(calls)" = 3
+check "and the refusal shows the config's two checksums" grep -qz "< .*c.json (contents .*> .*c.json (contents " <<< "$err"
 
 rm -rf "$RUN" && mkdir -p "$RUN/checkpoint-10" &&
   printf '{"global_step": 10, "max_steps": 10}\n' > "$RUN/checkpoint-10/trainer_state.json"

@@ -5,8 +5,9 @@
 #   run_finished RUN_DIR     true when the run's last checkpoint (it has one) is at its last step
 #   train_once RUN_DIR ARGS  `$ZOO train ARGS --output-dir RUN_DIR` unless RUN_DIR finished (kept, said
 #                            so); a run stopped part way continues with --resume. ARGS are recorded in
-#                            RUN_DIR/train_once.args; a run trained with other ARGS is neither kept nor
-#                            continued (return 2, naming the difference)
+#                            RUN_DIR/train_once.args (with the --config file's checksum); a run
+#                            trained with other ARGS or another config is neither kept nor continued
+#                            (return 2, naming the difference)
 source "$(dirname "${BASH_SOURCE[0]}")/json.sh"
 last_checkpoint() { ls -d "$1"/checkpoint-* | sort -t- -k2 -n | tail -1; }
 best_checkpoint() {
@@ -23,11 +24,21 @@ run_finished() {
   [ -n "$step" ] && [ -n "$max" ] && [ "$step" -ge "$max" ]
 }
 # One line per argument, shell-quoted, without --device and its value (where a run trains is not
-# what it trains: a run started on one device may continue on another).
+# what it trains: a run started on one device may continue on another); a --config file's line
+# carries a checksum of its contents, so an edited config is another run.
 run_args() {
-  local skip=0 a
+  local skip=0 config=0 a
   for a in "$@"; do
-    if [ "$skip" = 1 ]; then skip=0; elif [ "$a" = --device ]; then skip=1; else printf '%q\n' "$a"; fi
+    if [ "$skip" = 1 ]; then
+      skip=0
+    elif [ "$a" = --device ]; then
+      skip=1
+    elif [ "$config" = 1 ] && [ -f "$a" ]; then
+      printf '%q (contents %s)\n' "$a" "$(cksum < "$a" | cut -d' ' -f1)"
+    else
+      printf '%q\n' "$a"
+    fi
+    if [ "$a" = --config ]; then config=1; else config=0; fi
   done
 }
 train_once() {
@@ -40,8 +51,8 @@ train_once() {
     return
   fi
   if [ -f "$dir/train_once.args" ] && [ "$(< "$dir/train_once.args")" != "$record" ]; then
-    { echo "== $dir was trained with other arguments (< then, > now):"
-      diff "$dir/train_once.args" <(printf '%s\n' "$record") | grep '^[<>]'
+    { echo "== $dir was trained with other arguments or config (< then, > now):"
+      diff "$dir/train_once.args" <(printf '%s\n' "$record") | grep '^[<>]' || true
       echo "   delete $dir to train it with these, or write to another output folder"; } >&2
     return 2
   fi

@@ -16,6 +16,10 @@
 # learning rate becomes 1e-3. --gradient-checkpointing recomputes each block's activations in
 # backward (less memory, about a third more arithmetic).
 #
+# Run again (to sample again, or after an interruption), it keeps a finished run and continues
+# a stopped one (--resume); a run made with other options is refused: delete it, or give
+# another --out.
+#
 # Output (default runs/finetune_gpt): finetune/ (the run: checkpoints, metrics.jsonl,
 # TensorBoard events), sample.txt, eval.json, export/ (model.safetensors + Hugging Face
 # config.json + the tokenizer files).
@@ -39,7 +43,7 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1; shift ;;
     --lora) LORA=$2; shift 2 ;;
     --gradient-checkpointing) CHECKPOINTING=true; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "finetune_gpt.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -79,8 +83,7 @@ if [ "$QUICK" = 1 ] && [ -z "$FROM" ]; then
  "train": {"max_steps": 30, "per_device_train_batch_size": 8, "learning_rate": 1e-3, "logging_steps": 10,
            "eval_steps": 30, "save_steps": 30, "report_to_tensorboard": false}}
 EOF
-  rm -rf "$OUT/pretrain"
-  "$ZOO" train --config "$OUT/pretrain.json" --output-dir "$OUT/pretrain" --device "$DEVICE"
+  train_once "$OUT/pretrain" --config "$OUT/pretrain.json" --device "$DEVICE"
   FROM=$(last_checkpoint "$OUT/pretrain")
 fi
 FROM=$(cd "$FROM" && pwd)
@@ -95,8 +98,7 @@ cat > "$OUT/finetune.json" <<EOF
            "logging_steps": $(( STEPS < 50 ? 5 : 25 )), "eval_steps": $STEPS, "save_steps": $STEPS,
            "init_from": $(json_str "$FROM"), "lora": $LORA_JSON, "gradient_checkpointing": $CHECKPOINTING}}
 EOF
-rm -rf "$OUT/finetune"
-"$ZOO" train --config "$OUT/finetune.json" --output-dir "$OUT/finetune" --device "$DEVICE"
+train_once "$OUT/finetune" --config "$OUT/finetune.json" --device "$DEVICE"
 CKPT=$(last_checkpoint "$OUT/finetune")
 
 echo "== sample from $CKPT"
