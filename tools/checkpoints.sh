@@ -50,9 +50,11 @@ train_once() {
     "$ZOO" train "$@" --output-dir "$dir"
     return
   fi
-  if [ -f "$dir/train_once.args" ] && [ "$(< "$dir/train_once.args")" != "$record" ]; then
+  local changes=""
+  [ -f "$dir/train_once.args" ] && changes=$(diff "$dir/train_once.args" <(printf '%s\n' "$record") | grep '^[<>]' || true)
+  if [ -n "$changes" ]; then
     { echo "== $dir was trained with other arguments or config (< then, > now):"
-      diff "$dir/train_once.args" <(printf '%s\n' "$record") | grep '^[<>]' || true
+      echo "$changes"
       echo "   delete $dir to train it with these, or write to another output folder"; } >&2
     return 2
   fi
