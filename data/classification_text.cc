@@ -56,6 +56,13 @@ DataFacts ClassificationTextEncoder::facts(const std::vector<std::string>& label
   return f;
 }
 
-void ClassificationTextEncoder::save(const std::string& dir) const { tokenizer_->save(dir); }
+// model_max_length is the length this model was trained to read: Hugging Face's pipelines cut
+// to it, and so does zoo when it reads the directory back (io/checkpoint_assets.cc).
+void ClassificationTextEncoder::save(const std::string& dir) const {
+  tokenizer_->save(dir);
+  nlohmann::json fields{{"model_max_length", max_length_}};
+  if (head_tail_) fields["zoo_truncation"] = "head_tail";  // Hugging Face has no head-and-tail cut
+  add_to_tokenizer_config(dir, fields);
+}
 
 }  // namespace zoo::data

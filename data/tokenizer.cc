@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/hash.h"
 #include "core/input_file.h"
+#include "core/output_file.h"
 #include "data/char_tokenizer.h"
 #include "data/gpt2_bpe.h"
 #include "data/sentencepiece_tokenizer.h"
@@ -35,22 +36,39 @@ nlohmann::json read_tokenizer_json(const std::string& path) {
   }
 }
 
-namespace {
-// The kind named by DIR/tokenizer_config.json ("zoo_kind", or Hugging Face's GPT-2 class), or "".
-std::string configured_kind(const std::string& dir) {
+nlohmann::json read_tokenizer_config(const std::string& dir) {
   const fs::path path = fs::path(dir) / "tokenizer_config.json";
-  std::ifstream in(path);
-  if (!in) return "";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return nlohmann::json::object();
+  const std::string text = read_text_input(path.string(), "tokenizer_config.json");
   try {
-    const auto j = nlohmann::json::parse(in);
-    if (j.contains("zoo_kind")) return j["zoo_kind"].get<std::string>();
-    const std::string cls = j.value("tokenizer_class", "");
-    if (cls == "GPT2Tokenizer" || cls == "GPT2TokenizerFast") return "gpt2";
-    if (cls == "BertTokenizer" || cls == "BertTokenizerFast") return "wordpiece";
-    return "";
+    auto j = nlohmann::json::parse(text);
+    if (!j.is_object()) throw Error(cat(path.string(), ": expected a JSON object"));
+    return j;
   } catch (const nlohmann::json::exception& e) {
     throw Error(cat(path.string(), ": malformed JSON (", e.what(), ")"));
   }
+}
+
+void add_to_tokenizer_config(const std::string& dir, const nlohmann::json& fields) {
+  auto j = read_tokenizer_config(dir);
+  j.update(fields);
+  write_file_checked((fs::path(dir) / "tokenizer_config.json").string(), j.dump(2) + "\n");
+}
+
+namespace {
+// The kind named by DIR/tokenizer_config.json ("zoo_kind", or Hugging Face's GPT-2 class), or "".
+std::string configured_kind(const std::string& dir) {
+  const auto j = read_tokenizer_config(dir);
+  if (j.contains("zoo_kind")) {
+    if (!j["zoo_kind"].is_string())
+      throw Error(cat((fs::path(dir) / "tokenizer_config.json").string(), ": zoo_kind must be a string"));
+    return j["zoo_kind"].get<std::string>();
+  }
+  const auto cls = j.contains("tokenizer_class") && j["tokenizer_class"].is_string() ? j["tokenizer_class"].get<std::string>() : "";
+  if (cls == "GPT2Tokenizer" || cls == "GPT2TokenizerFast") return "gpt2";
+  if (cls == "BertTokenizer" || cls == "BertTokenizerFast") return "wordpiece";
+  return "";
 }
 
 std::string detected_kind(const std::string& dir) {

@@ -64,6 +64,10 @@ bool has_tokenizer(const std::string& dir);
 /// else tokenizer.model as SentencePiece; else vocab.txt as WordPiece). Missing or malformed files are zoo::Errors naming
 /// the file.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& dir);
+/// DIR/tokenizer_config.json, read under the text cap and parsed ({} when there is none).
+nlohmann::json read_tokenizer_config(const std::string& dir);
+/// Adds `fields` (Hugging Face's keys: model_max_length, …) to DIR/tokenizer_config.json.
+void add_to_tokenizer_config(const std::string& dir, const nlohmann::json& fields);
 /// Hugging Face's tokenizer.json at `path`, read under the text cap and parsed; errors name it.
 nlohmann::json read_tokenizer_json(const std::string& path);
 

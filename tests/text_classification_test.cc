@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "review_fixtures.h"
 #include "test_util.h"
 #include "train/tasks/text_classification.h"
 
@@ -20,46 +21,13 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::vector<std::string> kGood = {"great", "superb", "loved", "wonderful"};
-const std::vector<std::string> kBad = {"awful", "boring", "hated", "terrible"};
-const std::vector<std::string> kNeutral = {"the", "film", "plot", "actor", "was", "and"};
+using test::kBad;
+using test::kGood;
+using test::kNeutral;
+using test::review;
 
-std::string review(int i, bool positive) {
-  std::string text;
-  for (int w = 0; w < 8; ++w) {
-    const auto& pool = w % 3 == 1 ? (positive ? kGood : kBad) : kNeutral;
-    text += (w ? " " : "") + pool[(i / 2 * 5 + w * 3) % pool.size()];  // the same neutral words in both classes
-  }
-  return text + ".";
-}
-
-// root/{train,test}/{neg,pos}/<i>_<rating>.txt and vocab.txt.
-std::string write_data(const test::TempDir& dir) {
-  const std::string root = dir / "imdb";
-  for (const char* split : {"train", "test"})
-    for (const char* label : {"neg", "pos"}) fs::create_directories(root + "/" + split + "/" + label);
-  for (int i = 0; i < 120; ++i) {
-    const bool pos = i % 2;
-    const std::string split = i < 80 ? "train" : "test";
-    test::write_file(root + "/" + split + (pos ? "/pos/" : "/neg/") + std::to_string(i) + (pos ? "_9" : "_2") + ".txt",
-                     review(i, pos));
-  }
-  std::string vocab = "[CLS]\n[PAD]\n[MASK]\n[SEP]\n[UNK]\n.\n";
-  for (const auto* pool : {&kGood, &kBad, &kNeutral})
-    for (const auto& w : *pool) vocab += w + "\n";
-  test::write_file(dir / "vocab.txt", vocab);
-  return root;
-}
-
-std::string config(const std::string& root, const std::string& vocab) {
-  return R"({"task": "text_classification",
-    "model": {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
-              "intermediate_size": 64, "max_position_embeddings": 32, "hidden_dropout_prob": 0.0},
-    "data": {"path": ")" + root + R"(", "vocab": ")" + vocab + R"(", "max_length": 16, "valid_size": 10},
-    "train": {"max_steps": 60, "per_device_train_batch_size": 16, "optim": "adamw", "learning_rate": 0.003,
-              "lr_scheduler_type": "constant", "logging_steps": 20, "eval_steps": 60, "save_steps": 60,
-              "report_to_tensorboard": false}})";
-}
+std::string write_data(const test::TempDir& dir) { return test::write_reviews(dir); }
+std::string config(const std::string& root, const std::string& vocab) { return test::classifier_config(root, vocab); }
 
 TEST(TextClassification, LearnsSentimentFromFoldersAndEvaluatesTheTestSplit) {
   test::TempDir dir;

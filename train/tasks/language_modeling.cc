@@ -111,6 +111,10 @@ Metrics LanguageModelingTask::metrics_from_sums(const Metrics& sums) const {
   return Metrics{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens}};
 }
 
-void LanguageModelingTask::save_assets(const std::string& dir) const { tokenizer_->save(dir); }
+// model_max_length: the context zoo generate keeps (Hugging Face's key; GPT-2's is its positions).
+void LanguageModelingTask::save_assets(const std::string& dir) const {
+  tokenizer_->save(dir);
+  data::add_to_tokenizer_config(dir, {{"model_max_length", model_->options().n_positions}});
+}
 
 }  // namespace zoo
