@@ -255,10 +255,11 @@ void Trainer::log_step(const LossValues& loss, double lr, double grad_norm, int6
   window_.start = std::chrono::steady_clock::now();
 }
 
-// " (estimated 1.5 GiB)" beside the measured peak; "" for a model the budget does not know.
+// " (estimated 1.5 GiB, set by the training step)" beside the measured peak; "" for a model the
+// budget does not know.
 std::string Trainer::estimate_note() const {
   try {
-    return cat(" (estimated ", format_bytes(estimate_training_memory(config_).total()), ")");
+    return cat(" (estimated ", peak_estimate(config_), ")");
   } catch (const std::exception&) {
     return "";
   }

@@ -158,6 +158,7 @@ class Trainer {
   json config_;  // the task's resolved config, written with every checkpoint
   std::string model_type() const { return config_.at("model").value("model_type", ""); }
   std::string precision_;  // "fp32", "bf16" or "fp16"
+  int64_t eval_batch_ = 0;  // evaluation's batch (memory_budget.h: evaluation_batch_size); 0 until the first
   std::shared_ptr<torch::nn::Module> model_;
   std::vector<torch::Tensor> params_;  // the trained ones (not a LoRA run's frozen base)
   std::optional<models::LoraOptions> lora_;  // train.lora (or an --init-from adapter's options)

@@ -7,11 +7,17 @@
 
 #include "core/hash.h"
 #include "train/logging.h"
+#include "train/memory_budget.h"
 
 namespace zoo {
 
 Metrics Trainer::evaluate_split(const std::string& split) {
-  const int64_t batch = o_.per_device_eval_batch_size;
+  if (eval_batch_ == 0) {  // chosen once, at the first evaluation
+    std::string note;
+    eval_batch_ = evaluation_batch_size(config_, &note);
+    if (!note.empty() && log_) log_->message(note);
+  }
+  const int64_t batch = eval_batch_;
   if (!args_.collective) return zoo::evaluate(task_, split, batch, args_.device, precision_);
   // Data parallel: each process evaluates its batches and the sums are added up. A process
   // with no batch has no keys, so the keys are first agreed on (all processes' together).
