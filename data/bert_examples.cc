@@ -58,9 +58,9 @@ namespace {
 // Python's round() for the masked-token count: halves go to the even neighbour.
 int64_t round_half_even(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
 
-constexpr size_t kChunk = 1000;  // reviews per unit of work: results do not depend on threads
+constexpr size_t kReviewsPerChunk = 1000;  // reviews per unit of work: results do not depend on threads
 
-uint64_t mix(uint64_t x) {  // splitmix64: a seed per chunk
+uint64_t splitmix(uint64_t x) {  // splitmix64: a seed per chunk
   x += 0x9E3779B97F4A7C15ULL;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
@@ -100,8 +100,6 @@ struct Chunk {
   int64_t items = 0;   // 2 per pair of consecutive sentences
   int64_t first_sentence = 0, first_item = 0, first_review = 0;  // global offsets
 };
-
-bool ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
 
 // The whitespace-separated words of `s` as views into it (python_split's result, without
 // copies, for ASCII text); other text goes through python_split into `owned`.
@@ -218,9 +216,9 @@ struct Tokenized {
 Tokenized tokenize_all(const std::vector<std::string>& reviews, const BertExampleOptions& options, BertExamples& out) {
   Tokenized t;
   // 1. Tokenise chunks of reviews in parallel, each numbering its own tokens.
-  t.chunks.resize((reviews.size() + kChunk - 1) / kChunk);
+  t.chunks.resize((reviews.size() + kReviewsPerChunk - 1) / kReviewsPerChunk);
   for_chunks(t.chunks.size(), [&](size_t c) {
-    tokenize(reviews, c * kChunk, std::min(reviews.size(), (c + 1) * kChunk), t.chunks[c]);
+    tokenize(reviews, c * kReviewsPerChunk, std::min(reviews.size(), (c + 1) * kReviewsPerChunk), t.chunks[c]);
   });
   // 2. One numbering in order of first appearance (chunk by chunk), counts added up.
   std::unordered_map<std::string, int32_t> global;
@@ -278,7 +276,7 @@ void write_sentence_pairs(const Tokenized& t, const BertExampleOptions& options,
   const int64_t vocab_size = out.vocab.size();
   for_chunks(t.chunks.size(), [&](size_t c) {
     const Chunk& ch = t.chunks[c];
-    Masker masker(options, vocab_size, mix(options.seed * 0x100000001B3ULL + c));
+    Masker masker(options, vocab_size, splitmix(options.seed * 0x100000001B3ULL + c));
     int64_t item = ch.first_item;
     auto add_item = [&](int64_t first, int64_t second, bool next) {
       const size_t at = static_cast<size_t>(item * W);
@@ -349,7 +347,7 @@ void write_segments(const Tokenized& t, const BertExampleOptions& options, BertE
   const int64_t vocab_size = out.vocab.size();
   for_chunks(t.chunks.size(), [&](size_t c) {
     const Chunk& ch = t.chunks[c];
-    Masker masker(options, vocab_size, mix(options.seed * 0x100000001B3ULL + c));
+    Masker masker(options, vocab_size, splitmix(options.seed * 0x100000001B3ULL + c));
     int64_t item = first_item[c];
     for (size_t k = 0; k < ch.sentences_per_review.size(); ++k) {
       const int64_t r = ch.first_review + static_cast<int64_t>(k);

@@ -14,15 +14,13 @@ namespace fs = std::filesystem;
 namespace zoo::data {
 
 namespace {
-constexpr const char* kStart = "<start>";
-constexpr const char* kEnd = "<end>";
 constexpr const char* kWordBoundary = "\xE2\x96\x81";  // U+2581, SentencePiece's "▁"
 
 // preprocess_eng without its <start>/<end> frame.
 std::string english_inner(const std::string& raw) {
   std::string out;
   for (const auto& t : data::split_tokens(data::preprocess_eng(raw)))
-    if (t != kStart && t != kEnd) out += (out.empty() ? "" : " ") + t;
+    if (t != kStartToken && t != kEndToken) out += (out.empty() ? "" : " ") + t;
   return out;
 }
 }  // namespace
@@ -52,19 +50,19 @@ std::string SideTokenizer::tokens(const std::string& raw) const {
   if (cutting_ == "char") return data::preprocess_chinese(raw);
   if (cutting_ == "word" && !source_) return data::preprocess_eng(raw);
   if (cutting_ == "word") {
-    std::string out = kStart;
+    std::string out = kStartToken;
     for (const auto& w : data::python_split(raw)) out += " " + w;
-    return out + " " + kEnd;
+    return out + " " + kEndToken;
   }
   if (!spm_) throw Error("SentencePiece tokenizer used before it was trained or loaded");
-  std::string out = source_ ? "" : kStart;
+  std::string out = source_ ? "" : kStartToken;
   for (const auto& piece : spm_->encode_pieces(normalize(raw))) out += (out.empty() ? "" : " ") + piece;
-  return out + (out.empty() ? "" : " ") + kEnd;
+  return out + (out.empty() ? "" : " ") + kEndToken;
 }
 
 std::string SideTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::vector<int64_t> words;
-  const int64_t start = token_id(kStart), end = token_id(kEnd);
+  const int64_t start = token_id(kStartToken), end = token_id(kEndToken);
   for (int64_t id : ids)
     if (id != end && id != start && id != 0) words.push_back(id);
   if (!subwords()) return vocab_.decode(words);

@@ -27,6 +27,10 @@
 
 namespace zoo::data {
 
+/// The markers around every sentence of a translation pair (Keras's vocabulary has them).
+inline constexpr const char* kStartToken = "<start>";
+inline constexpr const char* kEndToken = "<end>";
+
 class SideTokenizer : public Tokenizer {
  public:
   static constexpr const char* kSourceVocabFile = "source_vocab.json";

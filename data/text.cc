@@ -193,10 +193,7 @@ std::string python_strip(const std::string& utf8) {
   return utf32_to_utf8(strip32(utf8_to_utf32(utf8)));
 }
 
-namespace {
-// str.isspace() for an ASCII byte: \t\n\v\f\r, \x1c-\x1f and the space.
 bool ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r') || (c >= '\x1c' && c <= '\x1f'); }
-}  // namespace
 
 int64_t python_split_count(const std::string& utf8) {
   if (!is_ascii(utf8)) return static_cast<int64_t>(python_split(utf8).size());

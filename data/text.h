@@ -39,6 +39,8 @@ std::string utf32_to_utf8(std::u32string_view s);
 /// \x1c-\x1f, space, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F,
 /// U+3000).
 bool is_python_space(char32_t c);
+/// str.isspace() for an ASCII byte: \t\n\v\f\r, \x1c-\x1f and the space.
+bool ascii_space(char c);
 
 /// re.sub(r"([class])", r" \1 ", s): a space before and after every code point for which
 /// `in_class` is true. Shared by preprocess_eng and BLEU's 13a tokeniser.

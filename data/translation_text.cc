@@ -13,14 +13,12 @@ namespace zoo::data {
 
 namespace {
 
-constexpr const char* kStart = "<start>";
-constexpr const char* kEnd = "<end>";
 
 // Tokens of a preprocessed sentence without its <start>/<end> wrapper.
 std::vector<std::string> inner_tokens(const std::string& preprocessed) {
   std::vector<std::string> tokens = split_tokens(preprocessed);
-  if (!tokens.empty() && tokens.front() == kStart) tokens.erase(tokens.begin());
-  if (!tokens.empty() && tokens.back() == kEnd) tokens.pop_back();
+  if (!tokens.empty() && tokens.front() == kStartToken) tokens.erase(tokens.begin());
+  if (!tokens.empty() && tokens.back() == kEndToken) tokens.pop_back();
   return tokens;
 }
 
@@ -101,15 +99,15 @@ void TranslationText::load(const std::string& dir, int64_t source_vocab_size, in
 void TranslationText::find_special_ids(const std::string& where) {
   // Special ids come from the target vocabulary; they must be ids the model can produce.
   const Vocab& vocab = target_.vocab();
-  for (const char* token : {kStart, kEnd}) {
+  for (const char* token : {kStartToken, kEndToken}) {
     if (!vocab.contains(token)) throw Error(cat(where, ": the target vocabulary has no ", token, " token"));
     const int64_t id = vocab.index(token);
     if (id >= vocab.size())
       throw Error(cat("data.target_num_words (", vocab.num_words(), ") is too small: ", token, " has index ", id,
                       "; raise it or set it to 0"));
   }
-  bos_id_ = vocab.index(kStart);
-  eos_id_ = vocab.index(kEnd);
+  bos_id_ = vocab.index(kStartToken);
+  eos_id_ = vocab.index(kEndToken);
 }
 
 DataFacts TranslationText::facts() const {

@@ -38,7 +38,7 @@
 # families,nccl,precision,finetune,bert-recipe (default: all; `build` alone: only the build), so that a machine lent for
 # minutes at a time runs them one call each: the build (build-gpu/) and the runs
 # (build-gpu/check-runs/) are kept between calls.
-# --targets: build only these CMake targets (space-separated; default: all), the tests part
+# --targets: build only these CMake targets (space-separated; default: all and benches), the tests part
 # then runs the tests of those built (--tests-regex RE: only those ctest -R RE selects).
 # --budget S: the seconds this call may take; a part that would not fit in what is left is
 # skipped, and says so. When the build fails it is tried once more without the CUDA-graph code
@@ -126,7 +126,7 @@ export -f field same_loss_lines
 step "build against $TORCH_PREFIX"
 build() {  # extra cmake arguments
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIX_PATH" -DZOO_PYTHON="$PY" "$@" &&
-    cmake --build "$BUILD" ${TARGETS:+--target $TARGETS} -- -k 0
+    cmake --build "$BUILD" --target ${TARGETS:-all benches} -- -k 0
 }
 off=()
 if ! build -DZOO_CUDA_GRAPHS=ON -DZOO_NCCL=ON >"$OUT_DIR/build.log" 2>&1; then

@@ -77,20 +77,20 @@ struct GeluKernels {
 const GeluKernels kErf{gelu_erf_forward, gelu_erf_backward}, kTanh{gelu_tanh_forward, gelu_tanh_backward};
 
 // The fp32 kernels over bf16 tensors, a cache-sized chunk at a time.
-constexpr int64_t kChunk = 2048;
+constexpr int64_t kGeluChunk = 2048;
 void forward_bf16(const GeluKernels& k, const uint16_t* x, uint16_t* y, int64_t n) {
-  alignas(64) float a[kChunk], b[kChunk];
-  for (int64_t i = 0; i < n; i += kChunk) {
-    const int64_t m = std::min(kChunk, n - i);
+  alignas(64) float a[kGeluChunk], b[kGeluChunk];
+  for (int64_t i = 0; i < n; i += kGeluChunk) {
+    const int64_t m = std::min(kGeluChunk, n - i);
     widen(x + i, a, m);
     k.forward(a, b, m);
     narrow(b, y + i, m);
   }
 }
 void backward_bf16(const GeluKernels& k, const uint16_t* x, const uint16_t* g, uint16_t* dx, int64_t n) {
-  alignas(64) float a[kChunk], b[kChunk], c[kChunk];
-  for (int64_t i = 0; i < n; i += kChunk) {
-    const int64_t m = std::min(kChunk, n - i);
+  alignas(64) float a[kGeluChunk], b[kGeluChunk], c[kGeluChunk];
+  for (int64_t i = 0; i < n; i += kGeluChunk) {
+    const int64_t m = std::min(kGeluChunk, n - i);
     widen(x + i, a, m);
     widen(g + i, b, m);
     k.backward(a, b, c, m);

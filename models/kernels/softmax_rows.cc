@@ -14,7 +14,7 @@ namespace zoo::models {
 
 namespace {
 
-constexpr int64_t kChunk = 2048;  // values of a row handled at a time, in fp32 (L1-sized)
+constexpr int64_t kSoftmaxChunk = 2048;  // values of a row handled at a time, in fp32 (L1-sized)
 constexpr int kLanes = 16;        // independent partial results, so that reductions vectorise
 
 ZOO_VECTOR_CLONES float chunk_max(const float* __restrict x, int64_t n) {
@@ -74,16 +74,16 @@ const float* chunk_of(const T* row, const float* bias, int64_t i, int64_t n, flo
 // and the gradient e^((x_j - m) - log s) keep fp32's precision at any m.
 template <typename T>
 std::pair<float, float> row_max_log_sum(const T* row, const float* bias, int64_t v) {
-  alignas(64) float a[kChunk], e[kChunk];
+  alignas(64) float a[kSoftmaxChunk], e[kSoftmaxChunk];
   float m = -std::numeric_limits<float>::infinity();
-  for (int64_t i = 0; i < v; i += kChunk) {
-    const int64_t n = std::min(kChunk, v - i);
+  for (int64_t i = 0; i < v; i += kSoftmaxChunk) {
+    const int64_t n = std::min(kSoftmaxChunk, v - i);
     m = std::max(m, chunk_max(chunk_of(row, bias, i, n, a), n));
   }
   if (!std::isfinite(m)) return {std::numeric_limits<float>::quiet_NaN(), 0.0f};  // all -inf, +inf or NaN
   float s = 0.0f;
-  for (int64_t i = 0; i < v; i += kChunk) {
-    const int64_t n = std::min(kChunk, v - i);
+  for (int64_t i = 0; i < v; i += kSoftmaxChunk) {
+    const int64_t n = std::min(kSoftmaxChunk, v - i);
     s += chunk_sum_exp(chunk_of(row, bias, i, n, a), e, n, m);
   }
   return {m, std::log(s)};
@@ -93,9 +93,9 @@ std::pair<float, float> row_max_log_sum(const T* row, const float* bias, int64_t
 template <typename T>
 void row_gradient(T* row, const float* bias, int64_t v, float m, float log_sum, int64_t label, float scale,
                   float* bias_grad) {
-  alignas(64) float a[kChunk], d[kChunk];
-  for (int64_t i = 0; i < v; i += kChunk) {
-    const int64_t n = std::min(kChunk, v - i);
+  alignas(64) float a[kSoftmaxChunk], d[kSoftmaxChunk];
+  for (int64_t i = 0; i < v; i += kSoftmaxChunk) {
+    const int64_t n = std::min(kSoftmaxChunk, v - i);
     chunk_softmax(chunk_of(row, bias, i, n, a), d, n, m, log_sum, scale);
     if (label >= i && label < i + n) d[label - i] -= scale;
     if (bias_grad) chunk_accumulate(bias_grad + i, d, n);

@@ -20,7 +20,8 @@ PY=/usr/bin/python3
 DATA=${ZOO_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/zoo/data}
 IMDB=$DATA/imdb/aclImdb
 [ -d "$IMDB/train/pos" ] || { echo "bert_prep_bench.sh: $IMDB missing: run tools/fetch_data.sh imdb" >&2; exit 1; }
-[ -x "$BUILD/zoo_bench_bert_prep" ] || { echo "bert_prep_bench.sh: $BUILD/zoo_bench_bert_prep not built" >&2; exit 1; }
+cmake --build "$BUILD" --target zoo_bench_bert_prep >/dev/null ||
+  { echo "bert_prep_bench.sh: cannot build $BUILD/zoo_bench_bert_prep (run tools/setup.sh first)" >&2; exit 1; }
 "$PY" -c "import pandas, tqdm" 2>/dev/null || { echo "bert_prep_bench.sh: apt-get install python3-pandas python3-tqdm" >&2; exit 1; }
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 "$PY" - "$IMDB" "$TMP/imdb.csv" "${ROWS:-0}" <<'PYEOF'

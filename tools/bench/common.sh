@@ -17,7 +17,8 @@ while [ $# -gt 0 ]; do
 done
 ARGS=("$@")
 PY=/usr/bin/python3
-[ -x "$BUILD/$BIN" ] || { echo "$NAME: $BUILD/$BIN not built (run tools/setup.sh)" >&2; exit 1; }
+# The bench programs are not part of the default build: build (or bring up to date) this one.
+cmake --build "$BUILD" --target "$BIN" >/dev/null || { echo "$NAME: cannot build $BUILD/$BIN (run tools/setup.sh first)" >&2; exit 1; }
 "$PY" -c "import torch" 2>/dev/null || { echo "$NAME: $PY has no torch (apt-get install python3-torch)" >&2; exit 1; }
 
 # Both sides on the same BLAS kernels: where zoo forces OpenBLAS's core (its detection failed

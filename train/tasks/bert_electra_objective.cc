@@ -6,7 +6,6 @@ namespace zoo {
 
 namespace {
 namespace F = torch::nn::functional;
-constexpr int64_t kIgnore = data::BertItems::kIgnore;
 // ELECTRA's lambda: the discriminator's loss per token is far smaller than the generator's
 // per masked token, and the paper weighs it 50 times.
 constexpr double kDiscriminatorWeight = 50.0;
@@ -16,10 +15,10 @@ struct ElectraParts {
   models::ReplacedTokenOutput out;
 };
 
-ElectraParts run(models::BertForReplacedTokenDetection& model, const Batch& batch, uint64_t seed, int64_t offset) {
+ElectraParts electra_parts(models::BertForReplacedTokenDetection& model, const Batch& batch, uint64_t seed, int64_t offset) {
   const auto& labels = batch["labels"];
   ElectraParts p;
-  p.selected = labels.ne(kIgnore);
+  p.selected = labels.ne(data::BertItems::kIgnore);
   p.real = batch["attention_mask"].to(torch::kBool);
   auto originals = torch::where(p.selected, labels, batch["input_ids"]);
   p.out = model->forward(batch["input_ids"], originals, p.selected, seed, batch["token_type_ids"],
@@ -29,7 +28,7 @@ ElectraParts run(models::BertForReplacedTokenDetection& model, const Batch& batc
 }  // namespace
 
 Loss BertPretrainingTask::electra_loss(const Batch& batch, int64_t position_offset) {
-  auto p = run(electra_, batch, batch.seed, position_offset);
+  auto p = electra_parts(electra_, batch, batch.seed, position_offset);
   auto mlm = F::cross_entropy(p.out.generator_logits, batch["labels"].index({p.selected}));
   auto rtd = F::binary_cross_entropy_with_logits(p.out.discriminator_logits.index({p.real}).to(torch::kFloat),
                                                  p.out.replaced.index({p.real}).to(torch::kFloat));
@@ -39,7 +38,7 @@ Loss BertPretrainingTask::electra_loss(const Batch& batch, int64_t position_offs
 Metrics BertPretrainingTask::electra_eval_sums(const Batch& batch) {
   // The generator's samples from the rows' example numbers: the same every evaluation.
   const uint64_t seed = batch.examples.empty() ? 0 : seed_mix(static_cast<uint64_t>(batch.examples.front()), 0x5eed);
-  auto p = run(electra_, batch, seed, 0);
+  auto p = electra_parts(electra_, batch, seed, 0);
   auto labels = batch["labels"].index({p.selected});
   const auto& logits = p.out.generator_logits;
   auto scores = p.out.discriminator_logits.index({p.real}).to(torch::kFloat);

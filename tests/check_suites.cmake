@@ -1,0 +1,27 @@
+# ctest's suites_registered: every test suite in PROGRAM (--gtest_list_tests) is one that
+# tests/CMakeLists.txt registered (SUITES, ;-separated), so no test goes unrun.
+#   cmake -DPROGRAM=build/tests/zoo_tests -DSUITES="A;B" -P tests/check_suites.cmake
+cmake_minimum_required(VERSION 3.18)
+execute_process(COMMAND ${PROGRAM} --gtest_list_tests OUTPUT_VARIABLE listing RESULT_VARIABLE status)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "${PROGRAM} --gtest_list_tests failed (${status})")
+endif()
+string(REPLACE "\n" ";" lines "${listing}")
+set(found 0)
+set(missing)
+foreach(line ${lines})
+  if(line MATCHES "^([A-Za-z0-9_]+)\\.$")
+    math(EXPR found "${found} + 1")
+    if(NOT CMAKE_MATCH_1 IN_LIST SUITES)
+      list(APPEND missing ${CMAKE_MATCH_1})
+    endif()
+  endif()
+endforeach()
+if(found EQUAL 0)
+  message(FATAL_ERROR "${PROGRAM} lists no test suite")
+endif()
+if(missing)
+  message(FATAL_ERROR "suites in ${PROGRAM} that ctest does not run: ${missing}; write each test as "
+                      "TEST(Suite, Name) or TEST_F(Suite, Name) at the start of a line")
+endif()
+message(STATUS "${found} suites, each run by ctest")
