@@ -4,16 +4,12 @@
 // names the file/key and, where there is one, the fix. tools/zoo_main.cc prints
 // it as "zoo: error: <message>" and exits 1; nothing is ever half-written.
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <utility>
 
-namespace zoo {
+#include "zoo/error.h"  // zoo::Error, part of the public API
 
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace zoo {
 
 /// Builds a message from any streamable pieces: throw Error(cat("bad ", x)).
 template <class... Args>

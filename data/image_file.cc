@@ -23,16 +23,27 @@
 
 namespace zoo::data {
 
+namespace {
+uint64_t max_image_bytes() { return std::min<uint64_t>(number_from_env("ZOO_MAX_IMAGE_MIB", 256) << 20, INT_MAX); }
+}  // namespace
+
 torch::Tensor load_image(const std::string& path, int64_t channels, int64_t height,
                          int64_t width) {
+  const std::string file = read_input_file(path, "image", max_image_bytes(), "set ZOO_MAX_IMAGE_MIB to raise it");
+  return decode_image(file, path, channels, height, width);
+}
+
+torch::Tensor decode_image(const std::string& file, const std::string& path, int64_t channels, int64_t height,
+                           int64_t width) {
   if (channels != 1 && channels != 3 && channels != 4) {
     throw Error(cat(path, ": cannot load as ", channels, " channels (use 1, 3 or 4)"));
   }
   if (height < 0 || width < 0) {
     throw Error(cat(path, ": bad target size ", height, "x", width));
   }
-  const uint64_t max_bytes = std::min<uint64_t>(number_from_env("ZOO_MAX_IMAGE_MIB", 256) << 20, INT_MAX);
-  const std::string file = read_input_file(path, "image", max_bytes, "set ZOO_MAX_IMAGE_MIB to raise it");
+  if (file.size() > max_image_bytes())
+    throw Error(cat(path, ": ", file.size(), " bytes, above the image cap of ", max_image_bytes(),
+                    " (set ZOO_MAX_IMAGE_MIB to raise it)"));
   const auto* bytes = reinterpret_cast<const unsigned char*>(file.data());
   if (file.empty()) throw Error(cat(path, ": empty file, not an image"));
 

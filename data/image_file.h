@@ -16,5 +16,8 @@ namespace zoo::data {
 /// zoo::Error naming the file and the decoder's reason when it cannot be read.
 torch::Tensor load_image(const std::string& path, int64_t channels, int64_t height,
                          int64_t width);
+/// The same from a file's bytes (`file`, at most ZOO_MAX_IMAGE_MIB), named `name` in errors.
+torch::Tensor decode_image(const std::string& file, const std::string& name, int64_t channels, int64_t height,
+                           int64_t width);
 
 }  // namespace zoo::data

@@ -48,4 +48,8 @@ class SentencePieceTokenizer : public Tokenizer {
   mutable std::mutex pieces_mu_;
 };
 
+/// Where the helper program zoo-spm is, for programs outside zoo's build and install folders
+/// (<zoo/zoo.h> registers the installed package's; $ZOO_SPM still wins).
+void set_spm_helper(const std::string& path);
+
 }  // namespace zoo::data

@@ -1,4 +1,5 @@
-// Includes run only downward: tools -> train | predict -> io -> models | data -> core.
+// Includes run only downward: tools -> api -> train | predict -> io -> models | data -> core
+// (include/zoo/, the public headers, sit beside api/).
 // models/ and data/ are one floor but never include each other (a task in train/tasks/ or a
 // predictor joins them); so are train/ and predict/ (inference never needs the trainer). The
 // check reads every source file of the repository and fails naming the file, the line and
@@ -22,7 +23,8 @@ namespace {
 // Floor of each top-level folder; tests/ may include anything.
 const std::map<std::string, int>& floors() {
   static const std::map<std::string, int> f{{"core", 0}, {"data", 1}, {"models", 1}, {"io", 2},
-                                                    {"train", 3}, {"predict", 3}, {"tools", 4}};
+                                                    {"train", 3}, {"predict", 3}, {"api", 4},
+                                                    {"tools", 5}};
   return f;
 }
 
@@ -54,7 +56,7 @@ std::vector<std::string> layering_violations(const fs::path& root) {
         const bool sideways = it->second == floor;  // models <-> data, train <-> predict
         if (!upward && !sideways) continue;
         problems.push_back(file + ":" + std::to_string(n) + ": includes \"" + m[1].str() + "\": " + folder +
-                           "/ may include only floors below it (tools -> train | predict -> io -> models | data -> core)" +
+                           "/ may include only floors below it (tools -> api -> train | predict -> io -> models | data -> core)" +
                            (sideways ? (floor == 1 ? "; models/ and data/ meet only above them (train/tasks/, predict/)"
                                                    : "; train/ and predict/ never include each other")
                                      : ""));
@@ -89,13 +91,16 @@ TEST(Layering, NamesTheFileLineAndIncludeOfAViolation) {
   write(dir.path() / "tools/top.cc", "#include \"train/trainer.h\"\n#include \"core/error.h\"\n");
   write(dir.path() / "predict/p.cc", "#include \"io/checkpoint.h\"\n#include \"train/trainer.h\"\n");
   write(dir.path() / "io/low.cc", "#include \"models/vit.h\"\n#include \"train/task.h\"\n");
+  write(dir.path() / "predict/q.cc", "#include \"api/labels.h\"\n");
+  write(dir.path() / "api/a.cc", "#include \"predict/p.h\"\n#include \"train/trainer.h\"\n");
   auto problems = layering_violations(dir.path());
   std::sort(problems.begin(), problems.end());
-  ASSERT_EQ(problems.size(), 4u);
+  ASSERT_EQ(problems.size(), 5u);
   EXPECT_EQ(problems[0].rfind("data/side.cc:1: includes \"models/vit.h\"", 0), 0u) << problems[0];
   EXPECT_NE(problems[0].find("models/ and data/ meet only above them"), std::string::npos) << problems[0];
   EXPECT_EQ(problems[1].rfind("io/low.cc:2: includes \"train/task.h\"", 0), 0u) << problems[1];
   EXPECT_EQ(problems[2].rfind("models/up.h:3: includes \"io/config.h\"", 0), 0u) << problems[2];
   EXPECT_EQ(problems[3].rfind("predict/p.cc:2: includes \"train/trainer.h\"", 0), 0u) << problems[3];
+  EXPECT_EQ(problems[4].rfind("predict/q.cc:1: includes \"api/labels.h\"", 0), 0u) << problems[4];
   EXPECT_NE(problems[3].find("train/ and predict/ never include each other"), std::string::npos) << problems[3];
 }

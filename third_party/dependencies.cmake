@@ -176,7 +176,7 @@ if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Cla
 endif()
 target_link_libraries(zoo_deps INTERFACE ${TORCH_LIBRARIES} nlohmann_json::nlohmann_json
   ZLIB::ZLIB ICU::uc ICU::i18n Threads::Threads)
-target_include_directories(zoo_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS} ${STB_INCLUDE_DIR})
+target_include_directories(zoo_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS} $<BUILD_INTERFACE:${STB_INCLUDE_DIR}>)
 target_link_libraries(zoo_deps INTERFACE ${CMAKE_DL_LIBS})
 target_compile_definitions(zoo_deps INTERFACE ZOO_WITH_CUDA=${ZOO_WITH_CUDA})
 if(ZOO_GLOO_LIBRARY)

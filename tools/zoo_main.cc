@@ -8,6 +8,7 @@
 #include "core/threads.h"
 #include "train/device.h"
 #include "core/error.h"
+#include "zoo/version.h"
 
 namespace {
 
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
   zoo::configure_cpu_threads();
   CLI::App app{"zoo: a LibTorch model zoo and trainer (ViT, seq2seq, Transformer, BERT, GPT)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "zoo 0.1.0");
+  app.set_version_flag("--version", "zoo " ZOO_VERSION);
   int exit_code = 0;
   zoo::cli::setup_devices(app, &exit_code);
   zoo::cli::setup_train(app, &exit_code);

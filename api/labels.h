@@ -1,0 +1,26 @@
+#pragma once
+// What the library's classes share: checks of their arguments and the top-k labels of a row.
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "zoo/zoo.h"
+
+namespace zoo::api {
+
+/// The `top_k` most probable labels of each row of `probabilities` (rows, labels), best first.
+std::vector<std::vector<Label>> top_labels(const torch::Tensor& probabilities, const std::vector<std::string>& names,
+                                           int top_k);
+
+/// Throws zoo::Error naming `option` unless lo <= value <= hi.
+template <class T>
+void check_range(const char* option, T value, T lo, T hi) {
+  if (!(value >= lo && value <= hi)) throw Error(cat(option, " ", value, " is out of range: give ", lo, " to ", hi));
+}
+
+/// Throws zoo::Error naming the index of the first input that is empty or only spaces.
+void check_not_blank(const std::vector<std::string>& inputs, const char* what);
+
+}  // namespace zoo::api

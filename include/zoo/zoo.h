@@ -1,0 +1,181 @@
+#pragma once
+// zoo as a library: the one header a program includes to run or train zoo's models.
+//
+//   find_package(zoo 0.1 REQUIRED)
+//   target_link_libraries(app PRIVATE zoo::zoo)
+//
+//   zoo::Generator gpt("runs/gpt/checkpoint-2000");
+//   auto out = gpt.generate({"ROMEO:"}, {.max_new_tokens = 64, .greedy = true});
+//
+// Every object loads a zoo checkpoint or a Hugging Face directory once and may then be used
+// from several threads at once: the weights are shared and read only, each call keeps its own
+// state (docs/library.md). Errors are zoo::Error with the messages the zoo command prints.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "zoo/error.h"
+#include "zoo/export.h"
+#include "zoo/version.h"
+
+namespace zoo {
+
+// ---- Text generation (GPT checkpoints, Hugging Face GPT-2 directories) ----------------------
+
+struct GenerationOptions {
+  int64_t max_new_tokens = 200;
+  bool greedy = false;            ///< the most likely token at each step (else sampling)
+  double temperature = 1.0;       ///< > 0; sampling only
+  int64_t top_k = 0;              ///< 0: every token
+  double top_p = 1.0;             ///< (0, 1]
+  double repetition_penalty = 1.0;
+  int64_t beam_size = 1;          ///< > 1: beam search (no streaming)
+  int64_t seed = 0;               ///< sampling's seed, per prompt
+  std::vector<std::string> stop;  ///< the text ends before the first of these
+  bool use_cache = true;          ///< the key/value cache (false recomputes every step)
+};
+
+struct Generation {
+  std::string text;              ///< the continuation alone, without the prompt
+  std::vector<int64_t> tokens;   ///< its token ids
+  std::string finish_reason;     ///< "stop" (end of text or a stop string) or "length"
+  double logprob = 0;            ///< sum of the chosen tokens' log-probabilities
+};
+
+/// Receives each prompt's text as it is produced; returning false stops that prompt.
+using GenerationCallback = std::function<bool(size_t prompt_index, const std::string& piece)>;
+
+class ZOO_API Generator {
+ public:
+  explicit Generator(const std::string& dir, torch::Device device = torch::kCPU);
+  ~Generator();
+  Generator(Generator&&) noexcept;
+  Generator& operator=(Generator&&) noexcept;
+
+  /// One Generation per prompt, in order. Prompts longer than the model's context keep their end.
+  std::vector<Generation> generate(const std::vector<std::string>& prompts, const GenerationOptions& options = {}) const;
+  std::vector<Generation> generate(const std::vector<std::string>& prompts, const GenerationOptions& options,
+                                   const GenerationCallback& on_text) const;
+  /// Tokens the model reads at most (its positions).
+  int64_t context_size() const;
+  /// The prompt's token count (what `usage` counts).
+  int64_t count_tokens(const std::string& text) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- Translation (zoo translation checkpoints, Hugging Face Marian directories) -------------
+
+struct TranslationOptions {
+  int64_t beam_size = 4;
+  int64_t max_length = 0;       ///< target tokens at most, <end> included; 0: the model's limit
+  double length_penalty = 1.0;
+  bool truncate = false;        ///< cut sources longer than the model reads (else an error)
+  bool return_attention = false;
+};
+
+struct Translation {
+  std::string text;
+  double score = 0;                               ///< length-normalised log-probability
+  std::vector<std::string> source_tokens, target_tokens;  ///< with return_attention
+  std::vector<std::vector<float>> attention;      ///< [target token][source token], with return_attention
+};
+
+class ZOO_API Translator {
+ public:
+  explicit Translator(const std::string& dir, torch::Device device = torch::kCPU);
+  ~Translator();
+  Translator(Translator&&) noexcept;
+  Translator& operator=(Translator&&) noexcept;
+  std::vector<Translation> translate(const std::vector<std::string>& sources,
+                                     const TranslationOptions& options = {}) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- Classification (BERT text classifiers, ViT image classifiers) ---------------------------
+
+struct Label {
+  std::string name;
+  float probability = 0;
+};
+
+class ZOO_API Classifier {
+ public:
+  explicit Classifier(const std::string& dir, torch::Device device = torch::kCPU);
+  ~Classifier();
+  Classifier(Classifier&&) noexcept;
+  Classifier& operator=(Classifier&&) noexcept;
+  /// "text" (BERT) or "image" (ViT).
+  std::string kind() const;
+  std::vector<std::vector<Label>> classify_texts(const std::vector<std::string>& texts, int top_k = 1) const;
+  /// PNG, JPEG, PGM or BMP files.
+  std::vector<std::vector<Label>> classify_images(const std::vector<std::string>& paths, int top_k = 1) const;
+  /// The same from encoded image bytes (a file's contents).
+  std::vector<std::vector<Label>> classify_image_bytes(const std::vector<std::string>& images, int top_k = 1) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- Sentence embeddings (BERT) --------------------------------------------------------------
+
+enum class Pooling { Mean, Cls };
+
+class ZOO_API Encoder {
+ public:
+  explicit Encoder(const std::string& dir, torch::Device device = torch::kCPU);
+  ~Encoder();
+  Encoder(Encoder&&) noexcept;
+  Encoder& operator=(Encoder&&) noexcept;
+  /// [texts, hidden] float on the CPU: the last layer's states, averaged over each text's tokens
+  /// (padding left out), or its [CLS] state.
+  torch::Tensor embed(const std::vector<std::string>& texts, Pooling pooling = Pooling::Mean) const;
+  int64_t count_tokens(const std::string& text) const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- Training and evaluation -----------------------------------------------------------------
+
+struct TrainProgress {
+  int64_t step = 0, total_steps = 0;
+  double loss = 0;
+};
+using ProgressCallback = std::function<void(const TrainProgress&)>;
+
+/// What `zoo train --config FILE --output-dir DIR [--set K=V]...` does; returns the final
+/// metrics as JSON text ({"steps":…, "last_checkpoint":…, "eval":{…}}).
+ZOO_API std::string train(const std::string& config_file, const std::string& output_dir,
+                          const std::vector<std::string>& overrides = {}, const ProgressCallback& progress = {});
+/// What `zoo eval --checkpoint DIR --split SPLIT` prints: the metrics as JSON text.
+ZOO_API std::string evaluate(const std::string& checkpoint_dir, const std::string& split = "",
+                             torch::Device device = torch::kCPU);
+
+namespace detail {
+/// The installed package's SentencePiece helper program (zoo-spm), registered below.
+ZOO_API bool use_spm_helper(const char* path);
+}  // namespace detail
+
+// A program built against the installed package (find_package(zoo)) gets ZOO_SPM_HELPER from
+// zoo's CMake config: the library learns where zoo-spm is when the program starts.
+#ifdef ZOO_SPM_HELPER
+inline const bool spm_helper_registered = detail::use_spm_helper(ZOO_SPM_HELPER);
+#endif
+
+}  // namespace zoo
