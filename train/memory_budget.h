@@ -19,7 +19,8 @@ MemoryEstimate estimate_training_memory(const json& config);
 MemoryEstimate estimate_evaluation_memory(const json& config, int64_t batch);
 
 /// The evaluation batch a training run uses: train.per_device_eval_batch_size, made smaller
-/// (at least 1) when its forward would need more activation memory than the training step, so
+/// (at least 1) when its forward would need more activation memory than the training step (and
+/// more than 16 MiB: less is noise beside the runtime), so
 /// that evaluation never sets a run's peak; `note` (when not null) says so. Evaluation sums
 /// add up over batches, so the metrics do not change.
 int64_t evaluation_batch_size(const json& config, std::string* note);
