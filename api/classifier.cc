@@ -11,7 +11,7 @@
 namespace zoo {
 
 namespace {
-constexpr size_t kBatch = 32;  // rows per forward: bounded memory for long lists
+constexpr size_t kRowsPerForward = 32;  // rows per forward: bounded memory for long lists
 }  // namespace
 
 struct Classifier::Impl {
@@ -21,8 +21,8 @@ struct Classifier::Impl {
 
   std::vector<std::vector<Label>> images(const std::vector<torch::Tensor>& decoded, int top_k) const {
     std::vector<std::vector<Label>> out;
-    for (size_t s = 0; s < decoded.size(); s += kBatch) {
-      const std::vector<torch::Tensor> part(decoded.begin() + s, decoded.begin() + std::min(decoded.size(), s + kBatch));
+    for (size_t s = 0; s < decoded.size(); s += kRowsPerForward) {
+      const std::vector<torch::Tensor> part(decoded.begin() + s, decoded.begin() + std::min(decoded.size(), s + kRowsPerForward));
       for (auto& row : api::top_labels(image->probabilities(torch::stack(part)), image->label_names(), top_k))
         out.push_back(std::move(row));
     }
@@ -56,8 +56,8 @@ std::vector<std::vector<Label>> Classifier::classify_texts(const std::vector<std
   api::check_not_blank(texts, "text");
   for (size_t i = 0; i < texts.size(); ++i) data::check_utf8(texts[i], cat("text ", i));
   std::vector<std::vector<Label>> out;
-  for (size_t s = 0; s < texts.size(); s += kBatch) {
-    const std::vector<std::string> part(texts.begin() + s, texts.begin() + std::min(texts.size(), s + kBatch));
+  for (size_t s = 0; s < texts.size(); s += kRowsPerForward) {
+    const std::vector<std::string> part(texts.begin() + s, texts.begin() + std::min(texts.size(), s + kRowsPerForward));
     for (auto& row : api::top_labels(impl_->text->probabilities(part), impl_->text->label_names(), top_k))
       out.push_back(std::move(row));
   }

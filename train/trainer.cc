@@ -233,6 +233,7 @@ void Trainer::log_step(const LossValues& loss, double lr, double grad_norm, int6
   for (const auto& [name, x] : loss.parts) window_.loss.parts[name] += x;
   window_.examples += static_cast<double>(examples);
   ++window_.steps;
+  if (args_.hooks.on_step) args_.hooks.on_step(state_.step, total_steps_, loss.total);
   if (!log_) return;
   const auto now = std::chrono::steady_clock::now();
   const double window_s = std::chrono::duration<double>(now - window_.start).count();

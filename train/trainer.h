@@ -43,6 +43,9 @@ struct TrainerHooks {
   /// Whether this process writes the logs, metrics.jsonl, TensorBoard events, config.json and
   /// checkpoints (e.g. rank 0 only); unset means yes.
   std::function<bool()> is_writer;
+  /// After each optimizer step: the step, the run's total and the step's loss (zoo::train's
+  /// progress callback).
+  std::function<void(int64_t step, int64_t total_steps, double loss)> on_step;
 };
 
 struct TrainerArgs {

@@ -1,0 +1,107 @@
+#include "api/training.h"
+
+#include <filesystem>
+
+#include "io/adapters.h"
+#include "io/checkpoint.h"
+#include "train/device.h"
+#include "train/distributed.h"
+#include "train/launch_env.h"
+#include "train/memory_budget.h"
+#include "train/precision.h"
+#include "train/task_registry.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo::api {
+
+namespace {
+// The checkpoint a resume continues: the one named, or the newest in `out`.
+std::string resume_target(const TrainRequest& r, const std::string& out) {
+  if (!r.resume) return "";
+  if (r.resume_from.empty() || r.resume_from == "latest") {
+    const std::string latest = latest_checkpoint(out);
+    if (latest.empty())
+      throw Error(cat("--resume: no checkpoint in ", out, " (looked for ", out, "/checkpoint-N/trainer_state.json)"));
+    return latest;
+  }
+  std::error_code ec;
+  if (!fs::is_directory(r.resume_from, ec)) throw Error(cat("--resume ", r.resume_from, ": no such checkpoint directory"));
+  if (!fs::exists(fs::path(r.resume_from) / "trainer_state.json"))
+    throw Error(cat("--resume ", r.resume_from, ": not a training checkpoint (no trainer_state.json)"));
+  return r.resume_from;
+}
+}  // namespace
+
+TrainResult run_training(const TrainRequest& r) {
+  if (r.config_file.empty()) throw Error("zoo train needs --config FILE.json (see tools/recipes/; --help-config lists the keys)");
+  json raw = read_json_file(r.config_file);
+  if (!raw.is_object()) throw Error(cat(r.config_file, ": the config must be a JSON object"));
+  for (const auto& s : r.overrides) apply_override(raw, s);
+  if (!r.init_from.empty()) apply_override(raw, "train.init_from=" + json(r.init_from).dump());
+  const std::string out =
+      r.output_dir.empty() ? (fs::path("runs") / fs::path(r.config_file).stem()).string() : r.output_dir;
+  const std::string resume_from = resume_target(r, out);
+  const json config = resolve_training_config(raw, r.config_file, r.overrides, resume_from);
+  // A data-parallel launch: one process per rank, each on its own GPU (cuda:LOCAL_RANK) when
+  // there are GPUs. A world of one forms a process group only when train.ddp_backend names one.
+  const auto options = read_options<TrainOptions>(config.at("train"), "train");
+  const auto launch = r.data_parallel ? detect_launch({}, options.ddp_backend != "auto") : std::nullopt;
+  torch::Device device = resolve_device(r.device);
+  if (launch && device.is_cuda() && !device.has_index()) device = torch::Device(torch::kCUDA, launch->local_rank);
+  lora_options(config);  // train.lora's keys and targets are checked before the data is read
+  if (options.check_memory)
+    check_memory_budget(estimate_training_memory(config), device, cat(r.config_file, ": this run"));
+  if (!r.resume && !latest_checkpoint(out).empty())
+    throw Error(cat(out, " already holds checkpoints; continue it with --resume, or choose another --output-dir"));
+  std::unique_ptr<Collective> collective;
+  if (launch) collective = connect_processes(*launch, device, {options.ddp_backend, options.ddp_timeout, options.ddp_bucket_cap_mb});
+  auto task = make_task(config);
+  TrainerArgs args{config, r.config_source.empty() ? r.config_file : r.config_source, out, device, resume_from};
+  args.collective = collective.get();
+  if (r.progress)
+    args.hooks.on_step = [&r](int64_t step, int64_t total, double loss) { r.progress({step, total, loss}); };
+  return train(*task, args);
+}
+
+json train_result_json(const TrainResult& result) {
+  return {{"steps", result.global_step},       {"last_checkpoint", result.last_checkpoint},
+          {"best_checkpoint", result.best_checkpoint}, {"interrupted", result.interrupted},
+          {"early_stopped", result.early_stopped},   {"eval", json(result.final_metrics)}};
+}
+
+json evaluation_json(const std::string& checkpoint_dir, const std::string& split, const torch::Device& device,
+                     const std::vector<std::string>& overrides) {
+  auto task = load_task(checkpoint_dir, overrides, device);
+  const auto train = read_options<TrainOptions>(task->config().at("train"), "train");
+  const std::string which = split.empty() ? task->default_eval_split() : split;
+  const std::string precision = evaluation_precision(train.precision, device);
+  const Metrics m = evaluate(*task, which, train.per_device_eval_batch_size, device, precision);
+  json out(m);
+  if (out.contains("examples")) out["examples"] = static_cast<int64_t>(m.at("examples"));
+  out["split"] = which;
+  out["precision"] = precision;
+  return out;
+}
+
+}  // namespace zoo::api
+
+namespace zoo {
+
+std::string train(const std::string& config_file, const std::string& output_dir,
+                  const std::vector<std::string>& overrides, const ProgressCallback& progress) {
+  api::TrainRequest request;
+  request.config_file = config_file;
+  request.output_dir = output_dir;
+  request.overrides = overrides;
+  request.progress = progress;
+  return api::train_result_json(api::run_training(request)).dump();
+}
+
+std::string evaluate(const std::string& checkpoint_dir, const std::string& split, torch::Device device) {
+  std::error_code ec;
+  if (!fs::is_directory(checkpoint_dir, ec)) throw Error(cat(checkpoint_dir, ": no such checkpoint directory"));
+  return api::evaluation_json(checkpoint_dir, split, device).dump();
+}
+
+}  // namespace zoo

@@ -1,0 +1,218 @@
+// zoo as a library (issue 62): <zoo/zoo.h>'s classes on checkpoints the tests train, their
+// answers against the command line's, 8 threads against one, and the errors they promise.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "fixtures.h"
+#include "review_fixtures.h"
+#include "test_util.h"
+#include "zoo/zoo.h"
+
+namespace fs = std::filesystem;
+
+namespace zoo {
+namespace {
+
+// One tiny GPT, ViT and BERT classifier, trained once for the suite.
+class Library : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir();
+    const test::TempDir& d = *dir_;
+    test::write_file(d / "text.txt", test::corpus());
+    test::tiny_config(d, {d / "text.txt"}, 20);
+    fs::create_directories(d / "mnist");
+    test::write_tiny_mnist(d / "mnist", 128, 32);
+    test::write_file(d / "vit.json", test::tiny_vit_config(d / "mnist"));
+    const std::string root = test::write_reviews(d);
+    test::write_file(d / "cls.json", test::classifier_config(root, d / "vocab.txt"));
+    for (const std::string& args :
+         {"train --config " + (d / "config.json") + " --output-dir " + (d / "gpt"),
+          "train --config " + (d / "vit.json") + " --output-dir " + (d / "vit"),
+          "train --config " + (d / "cls.json") + " --output-dir " + (d / "bert") +
+              " --set data.tokenizer=wordpiece --set train.max_steps=30 --set train.save_steps=30"}) {
+      const auto r = test::run_zoo(args);
+      ASSERT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+    }
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string gpt() { return *dir_ / "gpt/checkpoint-20"; }
+  static std::string vit() { return *dir_ / "vit/checkpoint-8"; }
+  static std::string bert() { return *dir_ / "bert/checkpoint-30"; }
+  static test::TempDir* dir_;
+};
+test::TempDir* Library::dir_ = nullptr;
+
+// Runs f(i) on 8 threads at once.
+template <class F>
+void on_eight_threads(F f) {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) threads.emplace_back([&f, i] { f(i); });
+  for (auto& t : threads) t.join();
+}
+
+TEST_F(Library, GeneratorGivesTheCommandLinesGreedyText) {
+  const Generator g(gpt());
+  GenerationOptions o;
+  o.greedy = true;
+  o.max_new_tokens = 24;
+  const auto out = g.generate({"the cat", "a dog ran"}, o);
+  ASSERT_EQ(out.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string prompt = i == 0 ? "the cat" : "a dog ran";
+    const auto cli = test::run(std::string(ZOO_BINARY) + " generate --checkpoint " + gpt() + " --greedy --prompt '" +
+                               prompt + "' --max-new-tokens 24 2>/dev/null");
+    ASSERT_EQ(cli.exit_code, 0) << cli.output;
+    EXPECT_EQ(cli.output, prompt + out[i].text + "\n") << "prompt " << i;
+    EXPECT_TRUE(out[i].finish_reason == "length" || out[i].finish_reason == "stop") << out[i].finish_reason;
+    EXPECT_LE(out[i].tokens.size(), 24u);
+    EXPECT_LT(out[i].logprob, 0.0);
+  }
+  // Streaming: the pieces add up to the text; a callback returning false stops its prompt.
+  std::string streamed;
+  g.generate({"the cat"}, o, [&](size_t, const std::string& piece) {
+    streamed += piece;
+    return true;
+  });
+  EXPECT_EQ(streamed, out[0].text);
+  size_t pieces = 0;
+  const auto cut = g.generate({"the cat"}, o, [&](size_t, const std::string&) { return ++pieces < 3; });
+  EXPECT_EQ(cut[0].finish_reason, "stop");
+  EXPECT_LT(cut[0].tokens.size(), out[0].tokens.size());
+  // A stop string ends the text before it.
+  GenerationOptions stop = o;
+  stop.stop = {" "};
+  const auto stopped = g.generate({"the cat"}, stop);
+  EXPECT_EQ(stopped[0].text.find(' '), std::string::npos) << stopped[0].text;
+  EXPECT_EQ(stopped[0].finish_reason, "stop");
+}
+
+TEST_F(Library, EightThreadsGiveTheSingleThreadResults) {
+  const Generator g(gpt());
+  GenerationOptions o;
+  o.greedy = true;
+  o.max_new_tokens = 16;
+  const std::vector<std::string> prompts = {"the cat", "we sing", "a dog"};
+  const auto one = g.generate(prompts, o);
+  const Classifier images(vit()), texts(bert());
+  fs::path image = fs::path(*dir_ / "img.pgm");
+  std::string pixels(64, static_cast<char>(40));
+  for (int x = 0; x < 8; ++x) pixels[static_cast<size_t>(8 + x)] = static_cast<char>(220);
+  test::write_file(image.string(), "P5\n8 8\n255\n" + pixels);
+  const auto image_one = images.classify_images({image.string()}, 2);
+  const std::vector<std::string> reviews = {test::review(300, true), test::review(301, false)};
+  const auto text_one = texts.classify_texts(reviews, 2);
+  const Encoder encoder(bert());
+  const torch::Tensor embed_one = encoder.embed(reviews);
+  std::vector<std::string> failures(8);
+  on_eight_threads([&](int i) {
+    try {
+      for (int round = 0; round < 3; ++round) {
+        const auto gen = g.generate(prompts, o);
+        for (size_t p = 0; p < prompts.size(); ++p)
+          if (gen[p].text != one[p].text) failures[i] += "generation differs; ";
+        if (images.classify_images({image.string()}, 2)[0][0].probability != image_one[0][0].probability)
+          failures[i] += "image classification differs; ";
+        if (texts.classify_texts(reviews, 2)[1][0].probability != text_one[1][0].probability)
+          failures[i] += "text classification differs; ";
+        if (!torch::allclose(encoder.embed(reviews), embed_one, 0, 0)) failures[i] += "embeddings differ; ";
+      }
+    } catch (const std::exception& e) {
+      failures[i] += e.what();
+    }
+  });
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(failures[i].empty()) << "thread " << i << ": " << failures[i];
+}
+
+TEST_F(Library, ClassifierAndEncoderAnswerForEachInput) {
+  const Classifier texts(bert());
+  EXPECT_EQ(texts.kind(), "text");
+  const auto labels = texts.classify_texts({test::review(400, true), test::review(401, false)}, 2);
+  ASSERT_EQ(labels.size(), 2u);
+  ASSERT_EQ(labels[0].size(), 2u);
+  EXPECT_NEAR(labels[0][0].probability + labels[0][1].probability, 1.0, 1e-5);
+  EXPECT_GE(labels[0][0].probability, labels[0][1].probability);
+  EXPECT_TRUE(texts.classify_texts({}, 1).empty());
+  // The image classifier reads files and their bytes alike.
+  const Classifier images(vit());
+  EXPECT_EQ(images.kind(), "image");
+  std::string pixels(64, static_cast<char>(30));
+  test::write_file(*dir_ / "band.pgm", "P5\n8 8\n255\n" + pixels);
+  const auto from_file = images.classify_images({*dir_ / "band.pgm"}, 1);
+  const auto from_bytes = images.classify_image_bytes({test::read_file(*dir_ / "band.pgm")}, 1);
+  EXPECT_EQ(from_file[0][0].name, from_bytes[0][0].name);
+  EXPECT_EQ(from_file[0][0].probability, from_bytes[0][0].probability);
+  // Embeddings: one row per text, the padding of a shorter text left out of its mean.
+  const Encoder encoder(bert());
+  const std::string shorter = "the film was great.", longer = test::review(402, false) + " " + test::review(403, true);
+  const torch::Tensor both = encoder.embed({shorter, longer}), alone = encoder.embed({shorter});
+  ASSERT_EQ(both.dim(), 2);
+  EXPECT_EQ(both.size(0), 2);
+  EXPECT_EQ(both.size(1), 32);
+  EXPECT_TRUE(torch::allclose(both[0], alone[0], 1e-5, 1e-5)) << "padding changed the mean";
+  EXPECT_EQ(encoder.embed({shorter}, Pooling::Cls).size(1), 32);
+  EXPECT_EQ(encoder.embed({}).size(0), 0);
+}
+
+// Each failure is a zoo::Error naming what is wrong; nothing aborts.
+TEST_F(Library, BadInputIsAZooErrorNamingIt) {
+  const auto message = [](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([] { Generator g(*dir_ / "nothing-here"); }).find("nothing-here"), std::string::npos);
+  const std::string wrong = message([] { Generator g(vit()); });
+  EXPECT_NE(wrong.find(vit()), std::string::npos) << wrong;
+  EXPECT_NE(wrong.find("image_classification"), std::string::npos) << wrong;
+  EXPECT_NE(message([] { Classifier c(gpt()); }).find("language_modeling"), std::string::npos);
+  EXPECT_NE(message([] { Encoder e(vit()); }).find("image_classification"), std::string::npos);
+  const Generator g(gpt());
+  EXPECT_TRUE(g.generate({}).empty());
+  EXPECT_NE(message([&] { g.generate({"the", ""}); }).find("prompt 1 is empty"), std::string::npos);
+  for (const auto& [option, set] : std::vector<std::pair<std::string, std::function<void(GenerationOptions&)>>>{
+           {"max_new_tokens", [](GenerationOptions& o) { o.max_new_tokens = -1; }},
+           {"top_p", [](GenerationOptions& o) { o.top_p = 2; }},
+           {"beam_size", [](GenerationOptions& o) { o.beam_size = 0; }},
+           {"temperature", [](GenerationOptions& o) { o.temperature = 0; }}}) {
+    GenerationOptions o;
+    set(o);
+    EXPECT_NE(message([&] { g.generate({"the"}, o); }).find(option), std::string::npos) << option;
+  }
+  const Classifier texts(bert());
+  EXPECT_NE(message([&] { texts.classify_texts({"fine", " "}, 1); }).find("text 1 is empty"), std::string::npos);
+  EXPECT_NE(message([&] { texts.classify_images({"x.png"}, 1); }).find("text classifier"), std::string::npos);
+  EXPECT_NE(message([&] { texts.classify_texts({"fine"}, 0); }).find("top_k"), std::string::npos);
+  // Damaged weights: the command line's refusal, as an error.
+  fs::copy(gpt(), *dir_ / "damaged", fs::copy_options::recursive);
+  fs::resize_file(*dir_ / "damaged/model.safetensors", 100);
+  EXPECT_NE(message([] { Generator d(*dir_ / "damaged"); }).find("model.safetensors"), std::string::npos);
+}
+
+TEST_F(Library, TrainAndEvaluateAsTheCommandLineDoes) {
+  std::vector<int64_t> steps;
+  const std::string result = train(*dir_ / "config.json", *dir_ / "lib-run", {"train.max_steps=6", "train.save_steps=6"},
+                                   [&](const TrainProgress& p) {
+                                     steps.push_back(p.step);
+                                     EXPECT_EQ(p.total_steps, 6);
+                                   });
+  const auto j = nlohmann::json::parse(result);
+  EXPECT_EQ(j.at("steps"), 6);
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_TRUE(fs::exists(j.at("last_checkpoint").get<std::string>()));
+  const auto metrics = nlohmann::json::parse(evaluate(j.at("last_checkpoint")));
+  const auto cli = test::run(std::string(ZOO_BINARY) + " eval --checkpoint " + j.at("last_checkpoint").get<std::string>() +
+                             " 2>/dev/null");
+  EXPECT_EQ(nlohmann::json::parse(cli.output).at("loss"), metrics.at("loss"));
+  // A second call into the same folder is refused, as zoo train refuses it.
+  EXPECT_THROW(train(*dir_ / "config.json", *dir_ / "lib-run", {"train.max_steps=6"}), Error);
+}
+
+}  // namespace
+}  // namespace zoo
