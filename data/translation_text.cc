@@ -125,7 +125,7 @@ std::vector<int64_t> TranslationText::source_ids(const std::string& raw) const {
 std::vector<int64_t> TranslationText::target_ids(const std::string& raw) const { return target_.encode(raw); }
 
 std::vector<int64_t> TranslationText::encode_source(const std::string& sentence, int64_t limit,
-                                                    std::vector<std::string>* tokens) const {
+                                                    std::vector<std::string>* tokens, bool truncate) const {
   std::vector<int64_t> ids;
   for (const auto& token : split_tokens(source_.tokens(sentence))) {
     // One id per character; without an OOV token unknown characters are dropped (Keras).
@@ -136,7 +136,7 @@ std::vector<int64_t> TranslationText::encode_source(const std::string& sentence,
   }
   const auto most = static_cast<size_t>(std::max<int64_t>(limit, 0));
   if (most > 1 && ids.size() > most) {
-    if (!data_.truncate_source)
+    if (!truncate)
       throw Error(cat("a source sentence of ", ids.size(), " tokens (its <start>/<end> markers included) is longer than the ",
                       most, " this model reads (model.max_position_embeddings): '", utf8_prefix(sentence, 60),
                       sentence.size() > 60 ? "...'" : "'",

@@ -146,7 +146,12 @@ class TranslationText {
   /// sentence longer than `limit` (the model's positions; 0: none) is a zoo::Error naming the
   /// limit, or cut to it with data.truncate_source.
   std::vector<int64_t> encode_source(const std::string& sentence, int64_t limit,
-                                     std::vector<std::string>* tokens = nullptr) const;
+                                     std::vector<std::string>* tokens = nullptr) const {
+    return encode_source(sentence, limit, tokens, data_.truncate_source);
+  }
+  /// The same, cutting a longer sentence when `truncate` (whatever data.truncate_source says).
+  std::vector<int64_t> encode_source(const std::string& sentence, int64_t limit, std::vector<std::string>* tokens,
+                                     bool truncate) const;
   /// An English sentence as the target ids the model can produce (preprocessed like the
   /// training targets, without <start>/<end>), for constrained decoding. std::nullopt with
   /// the reason in `why` when a word is not in the vocabulary or nothing is left.

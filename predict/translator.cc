@@ -11,25 +11,27 @@
 
 namespace zoo {
 
-Translator::Translator(std::shared_ptr<models::EncoderDecoder> model, data::TranslationText text)
+SentenceTranslator::SentenceTranslator(std::shared_ptr<models::EncoderDecoder> model, data::TranslationText text)
     : model_(std::move(model)), text_(std::move(text)) {}
 
-models::GenerationOptions Translator::generation_options(int64_t num_beams, int64_t max_length,
+models::GenerationOptions SentenceTranslator::generation_options(int64_t num_beams, int64_t max_length,
                                                          double length_penalty) const {
   return models::search_options(*model_, text_.bos_id(), text_.eos_id(), num_beams, max_length, length_penalty);
 }
 
-std::vector<Translation> Translator::translate(const std::vector<std::string>& sentences,
+std::vector<SentenceTranslation> SentenceTranslator::translate(const std::vector<std::string>& sentences,
                                                const models::GenerationOptions& options,
-                                               const models::Constraint* constraint, int64_t batch_size) {
-  std::vector<Translation> out(sentences.size());
+                                               const models::Constraint* constraint, int64_t batch_size,
+                                               std::optional<bool> truncate) {
+  std::vector<SentenceTranslation> out(sentences.size());
   std::vector<std::vector<int64_t>> ids;
   std::vector<size_t> where;  // sentence index of each entry of `ids`
   std::vector<int64_t> lengths;
   for (size_t i = 0; i < sentences.size(); ++i) {
     const std::string text = data::python_strip(sentences[i]);
     if (text.empty()) continue;
-    ids.push_back(text_.encode_source(text, model_->max_positions(), &out[i].source_tokens));
+    ids.push_back(truncate ? text_.encode_source(text, model_->max_positions(), &out[i].source_tokens, *truncate)
+                           : text_.encode_source(text, model_->max_positions(), &out[i].source_tokens));
     where.push_back(i);
     lengths.push_back(static_cast<int64_t>(ids.back().size()));
   }
@@ -42,7 +44,7 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& s
     const auto hyps = models::generate(*model_, data::pad_sequences(rows).to(device), options, constraint);
     for (size_t j = 0; j < batch.size(); ++j) {
       const models::Hypothesis& h = hyps[j].at(0);
-      Translation& t = out[where[batch[j]]];
+      SentenceTranslation& t = out[where[batch[j]]];
       const auto s_len = static_cast<int64_t>(rows[j].size());
       t.text = text_.detokenize(h.tokens);
       t.target_tokens = text_.target_tokens(h.tokens);
@@ -63,7 +65,7 @@ data::TranslationText load_translation_text(const std::string& dir, const json& 
   return text;
 }
 
-std::unique_ptr<Translator> load_translator(const std::string& given, const torch::Device& device, bool truncate) {
+std::unique_ptr<SentenceTranslator> load_translator(const std::string& given, const torch::Device& device, bool truncate) {
   auto [dir, config] = open_inference_source(given, "translation", "zoo translate");
   const json& section = config.at("model");
   if (truncate) config["data"]["truncate_source"] = true;
@@ -77,7 +79,7 @@ std::unique_ptr<Translator> load_translator(const std::string& given, const torc
   facts.origin = where;
   facts.mismatch_hint = "the vocabulary does not belong to this model";
   models::complete_model_section(section, facts);  // throws when they disagree
-  return std::make_unique<Translator>(std::move(model), std::move(text));
+  return std::make_unique<SentenceTranslator>(std::move(model), std::move(text));
 }
 
 }  // namespace zoo

@@ -16,7 +16,7 @@
 namespace zoo {
 
 /// One translated sentence, with what an alignment heat map needs.
-struct Translation {
+struct SentenceTranslation {
   std::string text;                        ///< target words joined by spaces; "" for no input
   std::vector<std::string> source_tokens;  ///< <start>, the source tokens (as typed), <end>
   std::vector<std::string> target_tokens;  ///< generated words, then <end> when finished
@@ -26,18 +26,21 @@ struct Translation {
   bool finished = false;    ///< false: cut at the length limit
 };
 
-class Translator {
+class SentenceTranslator {
  public:
-  Translator(std::shared_ptr<models::EncoderDecoder> model, data::TranslationText text);
+  SentenceTranslator(std::shared_ptr<models::EncoderDecoder> model, data::TranslationText text);
   /// Search settings with the model's <start>/<end> ids; `max_length` counts <end>.
   models::GenerationOptions generation_options(int64_t num_beams, int64_t max_length,
                                                double length_penalty = 1.0) const;
-  /// Translates raw sentences (one Translation per sentence, in order), in batches of
+  /// Translates raw sentences (one SentenceTranslation per sentence, in order), in batches of
   /// similar source lengths on the model's device. Empty (all-space) sentences give an empty
-  /// Translation; characters outside the vocabulary become the OOV token.
-  std::vector<Translation> translate(const std::vector<std::string>& sentences,
+  /// SentenceTranslation; characters outside the vocabulary become the OOV token.
+  /// `truncate` cuts sources longer than the model reads (else the load's data.truncate_source
+  /// decides).
+  std::vector<SentenceTranslation> translate(const std::vector<std::string>& sentences,
                                      const models::GenerationOptions& options,
-                                     const models::Constraint* constraint = nullptr, int64_t batch_size = 64);
+                                     const models::Constraint* constraint = nullptr, int64_t batch_size = 64,
+                                     std::optional<bool> truncate = std::nullopt);
   /// A target sentence as the ids the model can produce (no <start>/<end>), for constrained
   /// decoding; std::nullopt with the reason in `why` when it cannot be produced.
   std::optional<std::vector<int64_t>> encode_target(const std::string& sentence, std::string* why = nullptr) const {
@@ -59,7 +62,7 @@ class Translator {
 /// checked against the model section and the fingerprints they were saved with. With
 /// `truncate`, sources longer than the model reads are cut (else they are errors naming the
 /// limit).
-std::unique_ptr<Translator> load_translator(const std::string& dir, const torch::Device& device, bool truncate = false);
+std::unique_ptr<SentenceTranslator> load_translator(const std::string& dir, const torch::Device& device, bool truncate = false);
 /// The data side of a translation model directory: config's data section with both sides'
 /// tokenizers and vocabularies loaded from `dir` (sized by config's model section).
 data::TranslationText load_translation_text(const std::string& dir, const json& config);

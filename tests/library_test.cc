@@ -9,6 +9,7 @@
 #include "fixtures.h"
 #include "review_fixtures.h"
 #include "test_util.h"
+#include "translation_fixtures.h"
 #include "zoo/zoo.h"
 
 namespace fs = std::filesystem;
@@ -27,11 +28,14 @@ class Library : public ::testing::Test {
     fs::create_directories(d / "mnist");
     test::write_tiny_mnist(d / "mnist", 128, 32);
     test::write_file(d / "vit.json", test::tiny_vit_config(d / "mnist"));
+    test::write_file(d / "pairs.txt", test::pair_file_text());
+    test::write_file(d / "mt.json", test::tiny_config(d / "pairs.txt", "", "transformer"));
     const std::string root = test::write_reviews(d);
     test::write_file(d / "cls.json", test::classifier_config(root, d / "vocab.txt"));
     for (const std::string& args :
          {"train --config " + (d / "config.json") + " --output-dir " + (d / "gpt"),
           "train --config " + (d / "vit.json") + " --output-dir " + (d / "vit"),
+          "train --config " + (d / "mt.json") + " --output-dir " + (d / "mt"),
           "train --config " + (d / "cls.json") + " --output-dir " + (d / "bert") +
               " --set data.tokenizer=wordpiece --set train.max_steps=30 --set train.save_steps=30"}) {
       const auto r = test::run_zoo(args);
@@ -42,6 +46,7 @@ class Library : public ::testing::Test {
   static std::string gpt() { return *dir_ / "gpt/checkpoint-20"; }
   static std::string vit() { return *dir_ / "vit/checkpoint-8"; }
   static std::string bert() { return *dir_ / "bert/checkpoint-30"; }
+  static std::string mt() { return *dir_ / "mt/checkpoint-30"; }
   static test::TempDir* dir_;
 };
 test::TempDir* Library::dir_ = nullptr;
@@ -90,6 +95,39 @@ TEST_F(Library, GeneratorGivesTheCommandLinesGreedyText) {
   EXPECT_EQ(stopped[0].finish_reason, "stop");
 }
 
+TEST_F(Library, TranslatorGivesTheCommandLinesTranslations) {
+  const Translator t(mt());
+  TranslationOptions o;
+  o.beam_size = 2;
+  o.return_attention = true;
+  const std::vector<std::string> sources = {"三只红猫。", "", "四只黄猫。"};
+  const auto out = t.translate(sources, o);
+  ASSERT_EQ(out.size(), 3u);
+  test::write_file(*dir_ / "mt-in.txt", "三只红猫。\n\n四只黄猫。\n");
+  const auto cli = test::run(std::string(ZOO_BINARY) + " translate --beam 2 --checkpoint " + mt() + " < " +
+                             (*dir_ / "mt-in.txt") + " 2>/dev/null");
+  ASSERT_EQ(cli.exit_code, 0) << cli.output;
+  EXPECT_EQ(cli.output, out[0].text + "\n\n" + out[2].text + "\n");
+  EXPECT_TRUE(out[1].text.empty());
+  ASSERT_FALSE(out[0].attention.empty());
+  EXPECT_EQ(out[0].attention.size(), out[0].target_tokens.size());
+  EXPECT_EQ(out[0].attention[0].size(), out[0].source_tokens.size());
+  // A source longer than the model's 32 positions: an error naming the limit, or cut.
+  std::string chinese;
+  for (int i = 0; i < 40; ++i) chinese += "红";
+  EXPECT_THROW(t.translate({chinese}), Error);
+  o.truncate = true;
+  EXPECT_EQ(t.translate({chinese}, o).size(), 1u);
+  EXPECT_TRUE(t.translate({}).empty());
+  o.beam_size = 0;
+  try {
+    t.translate({"三只红猫。"}, o);
+    ADD_FAILURE() << "beam_size 0 was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("beam_size"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Library, EightThreadsGiveTheSingleThreadResults) {
   const Generator g(gpt());
   GenerationOptions o;
@@ -107,6 +145,9 @@ TEST_F(Library, EightThreadsGiveTheSingleThreadResults) {
   const auto text_one = texts.classify_texts(reviews, 2);
   const Encoder encoder(bert());
   const torch::Tensor embed_one = encoder.embed(reviews);
+  const Translator translator(mt());
+  const std::vector<std::string> sources = {"三只红猫。", "四只黄猫。"};
+  const auto translated_one = translator.translate(sources);
   std::vector<std::string> failures(8);
   on_eight_threads([&](int i) {
     try {
@@ -119,6 +160,10 @@ TEST_F(Library, EightThreadsGiveTheSingleThreadResults) {
         if (texts.classify_texts(reviews, 2)[1][0].probability != text_one[1][0].probability)
           failures[i] += "text classification differs; ";
         if (!torch::allclose(encoder.embed(reviews), embed_one, 0, 0)) failures[i] += "embeddings differ; ";
+        const auto translated = translator.translate(sources);
+        for (size_t k = 0; k < sources.size(); ++k)
+          if (translated[k].text != translated_one[k].text || translated[k].score != translated_one[k].score)
+            failures[i] += "translation differs; ";
       }
     } catch (const std::exception& e) {
       failures[i] += e.what();

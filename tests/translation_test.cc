@@ -153,7 +153,7 @@ TEST(TranslationData, SplitIsWrittenAndVocabulariesComeFromTheTrainingSplitOnly)
   EXPECT_EQ(used, built);
   EXPECT_EQ(task->model().get(), task->encoder_decoder().module().get());
   // A sentence with unseen characters encodes to OOV ids and translates without a crash.
-  Translator translator(std::dynamic_pointer_cast<models::EncoderDecoder>(task->model()), task->text());
+  SentenceTranslator translator(std::dynamic_pointer_cast<models::EncoderDecoder>(task->model()), task->text());
   auto out = translator.translate({"三只鼠狗。", "", "  "}, translator.generation_options(1, 5));
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0].source_tokens.front(), "<start>");

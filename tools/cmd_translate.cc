@@ -12,11 +12,10 @@
 #include <sstream>
 
 #include "data/text.h"
-#include "models/generation.h"
 #include "tools/commands.h"
-#include "predict/translator.h"
 #include "train/device.h"
 #include "train/heatmap.h"
+#include "zoo/zoo.h"
 
 namespace zoo::cli {
 
@@ -65,32 +64,13 @@ void check_lines(const std::vector<std::string>& lines, const std::string& name)
   }
 }
 
-// The --constrain file as a prefix tree over target ids; lines that cannot be produced
-// (a word outside the vocabulary) are reported on stderr and skipped.
-std::unique_ptr<models::PrefixTree> load_constraint(const Translator& task,
-                                                    const std::string& path, int64_t* longest) {
-  const auto lines = read_text_file(path, "--constrain file");
-  check_lines(lines, path);
-  std::vector<std::vector<int64_t>> allowed;
-  int64_t skipped = 0;
-  *longest = 0;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    if (data::python_strip(lines[i]).empty()) continue;
-    std::string why;
-    auto ids = task.encode_target(lines[i], &why);
-    if (!ids) {
-      std::cerr << "zoo: warning: " << path << ":" << i + 1 << ": skipped: " << why << std::endl;
-      ++skipped;
-      continue;
-    }
-    *longest = std::max<int64_t>(*longest, static_cast<int64_t>(ids->size()));
-    allowed.push_back(std::move(*ids));
-  }
-  if (allowed.empty())
-    throw Error(cat("--constrain ", path, ": no usable sentence (", skipped,
-                    " skipped for words outside the model's target vocabulary, the rest blank); "
-                    "list English sentences made of words the model knows"));
-  return std::make_unique<models::PrefixTree>(allowed, task.eos_id());
+// The attention rows as write_attention_svg takes them: (target tokens, source tokens).
+torch::Tensor attention_rows(const std::vector<std::vector<float>>& rows) {
+  const auto cols = static_cast<int64_t>(rows.empty() ? 0 : rows.front().size());
+  torch::Tensor t = torch::empty({static_cast<int64_t>(rows.size()), cols});
+  for (size_t r = 0; r < rows.size(); ++r)
+    std::copy(rows[r].begin(), rows[r].end(), t[static_cast<int64_t>(r)].data_ptr<float>());
+  return t;
 }
 
 int run_translate(const TranslateArgs& a) {
@@ -105,19 +85,21 @@ int run_translate(const TranslateArgs& a) {
   }
   check_lines(lines, input_name);
   checked_checkpoint_dir(a.checkpoint);
-  const torch::Device device = resolve_device(a.device);
-  const auto translator = load_translator(a.checkpoint, device, a.truncate);
-
-  int64_t max_length = a.max_length;
-  std::unique_ptr<models::PrefixTree> constraint;
+  Translator translator(a.checkpoint, resolve_device(a.device));
+  TranslationOptions options;
+  options.beam_size = a.beam;
+  options.max_length = a.max_length;
+  options.length_penalty = a.length_penalty;
+  options.truncate = a.truncate;
+  options.batch_size = a.batch_size;
+  options.return_attention = !a.attention_out.empty();
   if (!a.constrain.empty()) {
-    int64_t longest = 0;
-    constraint = load_constraint(*translator, a.constrain, &longest);
-    max_length = std::max(max_length, longest + 1);  // room for every allowed sentence + <end>
+    options.constrain_to = read_text_file(a.constrain, "--constrain file");
+    check_lines(options.constrain_to, a.constrain);
+    options.constrain_file = a.constrain;
   }
-  translator->select_attention_head(a.attention_head);
-  const auto options = translator->generation_options(a.beam, max_length, a.length_penalty);
-  const auto translations = translator->translate(lines, options, constraint.get(), a.batch_size);
+  translator.select_attention_head(a.attention_head);
+  const auto translations = translator.translate(lines, options);
   for (const auto& t : translations) std::cout << t.text << "\n";
   std::cout.flush();
 
@@ -125,11 +107,11 @@ int run_translate(const TranslateArgs& a) {
     int64_t written = 0;
     for (size_t i = 0; i < translations.size(); ++i) {
       const Translation& t = translations[i];
-      if (!t.attention.defined()) continue;  // empty input line
+      if (t.attention.empty()) continue;  // empty input line
       const std::string path = lines.size() == 1
                                    ? a.attention_out
                                    : numbered_path(a.attention_out, static_cast<int64_t>(i) + 1);
-      write_attention_svg(path, t.source_tokens, t.target_tokens, t.attention);
+      write_attention_svg(path, t.source_tokens, t.target_tokens, attention_rows(t.attention));
       ++written;
     }
     std::cerr << "zoo: wrote " << written << " attention heat map" << (written == 1 ? "" : "s")

@@ -74,18 +74,24 @@ class ZOO_API Generator {
 // ---- Translation (zoo translation checkpoints, Hugging Face Marian directories) -------------
 
 struct TranslationOptions {
-  int64_t beam_size = 4;
-  int64_t max_length = 0;       ///< target tokens at most, <end> included; 0: the model's limit
-  double length_penalty = 1.0;
-  bool truncate = false;        ///< cut sources longer than the model reads (else an error)
-  bool return_attention = false;
+  int64_t beam_size = 4;          ///< 1: greedy
+  int64_t max_length = 50;        ///< target tokens at most, <end> included (capped by the model's positions)
+  double length_penalty = 1.0;    ///< beam ranking: log-probability / length^length_penalty
+  bool truncate = false;          ///< cut sources longer than the model reads (else an error)
+  bool return_attention = false;  ///< fill Translation's tokens and attention rows
+  /// Only these target sentences may come out (empty: any). Sentences with a word the model
+  /// cannot produce are skipped with a warning naming constrain_file:line (or the index).
+  std::vector<std::string> constrain_to;
+  std::string constrain_file;
+  int64_t batch_size = 64;        ///< sentences decoded together (similar lengths)
 };
 
 struct Translation {
-  std::string text;
-  double score = 0;                               ///< length-normalised log-probability
+  std::string text;                                       ///< "" for a blank source
+  double score = 0;                                       ///< length-normalised log-probability
+  bool finished = true;                                   ///< false: cut at max_length
   std::vector<std::string> source_tokens, target_tokens;  ///< with return_attention
-  std::vector<std::vector<float>> attention;      ///< [target token][source token], with return_attention
+  std::vector<std::vector<float>> attention;              ///< [target token][source token], with return_attention
 };
 
 class ZOO_API Translator {
@@ -94,8 +100,12 @@ class ZOO_API Translator {
   ~Translator();
   Translator(Translator&&) noexcept;
   Translator& operator=(Translator&&) noexcept;
+  /// One Translation per source, in order (a blank source gives an empty one).
   std::vector<Translation> translate(const std::vector<std::string>& sources,
                                      const TranslationOptions& options = {}) const;
+  /// Which attention head return_attention shows (-1: the mean of the heads). It changes the
+  /// object for every caller: set it before sharing the object between threads.
+  void select_attention_head(int64_t head);
 
   struct Impl;
 
