@@ -16,8 +16,6 @@ namespace zoo {
 
 namespace {
 
-constexpr size_t kPromptsPerBatch = 8;  // prompts decoded together
-
 void check_options(const GenerationOptions& o) {
   api::check_range<int64_t>("max_new_tokens", o.max_new_tokens, 0, 1000000);
   api::check_range<int64_t>("beam_size", o.beam_size, 1, 64);
@@ -25,6 +23,8 @@ void check_options(const GenerationOptions& o) {
   api::check_range("top_p", o.top_p, 1e-9, 1.0);
   api::check_range("temperature", o.temperature, 1e-6, 100.0);
   api::check_range("repetition_penalty", o.repetition_penalty, 1e-6, 100.0);
+  api::check_range<int64_t>("min_tokens_to_keep", o.min_tokens_to_keep, 1, std::numeric_limits<int32_t>::max());
+  api::check_range<int64_t>("batch_size", o.batch_size, 1, 4096);
 }
 
 models::SamplingOptions sampling_of(const GenerationOptions& o) {
@@ -34,6 +34,7 @@ models::SamplingOptions sampling_of(const GenerationOptions& o) {
   s.top_k = o.top_k;
   s.top_p = o.top_p;
   s.repetition_penalty = o.repetition_penalty;
+  s.min_tokens_to_keep = o.min_tokens_to_keep;
   s.seed = static_cast<uint64_t>(o.seed);
   s.validate();
   return s;
@@ -140,7 +141,7 @@ std::vector<Generation> Generator::generate(const std::vector<std::string>& prom
   for (size_t i = 0; i < prompts.size(); ++i) ids.push_back(impl_->prompt_ids(prompts[i], i));
   std::vector<Generation> out(prompts.size());
   // The repetition penalty reads each prompt's own text: one prompt at a time then.
-  const size_t batch = options.repetition_penalty != 1.0 ? 1 : kPromptsPerBatch;
+  const size_t batch = options.repetition_penalty != 1.0 ? 1 : static_cast<size_t>(options.batch_size);
   std::vector<size_t> order(ids.size());  // by length, so that a batch holds little padding
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });

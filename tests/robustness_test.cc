@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "core/input_file.h"
 #include "core/paths.h"
@@ -652,6 +653,45 @@ TEST(DataParallelFaults, ResumingWithFewerProcessesWarnsOfTheGlobalBatch) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("was saved by 2 process(es) with a global batch of "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("this run has 1 with a global batch of "), std::string::npos) << r.output;
+}
+
+// ---- Issue 66 §5: files that stand for command-line options, prompt files -------------------
+
+// generation_config.json's num_beams 10^9 reached the allocator (7.8 GB, then a raw error) and
+// max_new_tokens 10^12 was taken; each value now meets its option's limits, naming the file.
+TEST_F(UntrustedCheckpoint, GenerationConfigValuesMeetTheCommandLinesLimits) {
+  test::TempDir t;
+  fs::copy(*dir_ / "run/checkpoint-10", t / "ckpt", fs::copy_options::recursive);
+  for (const auto& [key, value, option] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"num_beams", "1000000000", "--beam"},
+           {"max_new_tokens", "1000000000000", "--max-new-tokens"},
+           {"top_p", "2", "--top-p"},
+           {"temperature", "-1", "--temperature"}}) {
+    test::write_file(t / "ckpt/generation_config.json", "{\"" + key + "\": " + value + "}\n");
+    const auto r = test::run("timeout 60 " + std::string(ZOO_BINARY) + " generate --checkpoint " + (t / "ckpt") +
+                             " --prompt 'the '");
+    expect_one_line_error(r, (t / "ckpt/generation_config.json") + ": " + key + " " + value + " is out of range", key);
+    EXPECT_NE(r.output.find("(as " + option + ")"), std::string::npos) << r.output;
+  }
+  // The command line's own value wins over the file's.
+  const auto r = test::run(std::string(ZOO_BINARY) + " generate --checkpoint " + (t / "ckpt") +
+                           " --prompt 'the ' --temperature 0.5 --max-new-tokens 3");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// A blank line of a --prompts file failed the whole run without naming the file or the line;
+// --prompt-file /dev/zero grew without bound.
+TEST_F(UntrustedCheckpoint, PromptFilesAreNamedByLineAndCapped) {
+  test::TempDir t;
+  test::write_file(t / "prompts.txt", "the cat\n\na dog\n");
+  auto r = test::run_zoo("generate --checkpoint " + (*dir_ / "run/checkpoint-10") + " --prompts " + (t / "prompts.txt"));
+  expect_one_line_error(r, "--prompts " + (t / "prompts.txt") + ":2: a blank line", "blank line");
+  r = test::run("timeout 30 " + std::string(ZOO_BINARY) + " generate --checkpoint " + (*dir_ / "run/checkpoint-10") +
+                " --prompt-file /dev/zero");
+  expect_one_line_error(r, "/dev/zero: is not a regular file", "--prompt-file /dev/zero");
+  r = test::run("timeout 30 " + std::string(ZOO_BINARY) + " generate --checkpoint " + (*dir_ / "run/checkpoint-10") +
+                " --prompts /dev/zero");
+  expect_one_line_error(r, "/dev/zero: is not a regular file", "--prompts /dev/zero");
 }
 
 }  // namespace

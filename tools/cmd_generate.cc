@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -18,16 +19,18 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/input_file.h"
 #include "data/text.h"
-#include "models/sampling.h"
-#include "predict/text_generator.h"
 #include "tools/commands.h"
 #include "io/checkpoint.h"
 #include "train/device.h"
+#include "zoo/zoo.h"
 
 namespace zoo::cli {
 
 namespace {
+
+constexpr int64_t kMaxNewTokens = 1000000;  // zoo::GenerationOptions' limit
 
 struct GenerateArgs {
   std::string checkpoint;
@@ -60,18 +63,24 @@ void apply_generation_config(GenerateArgs& a) {
   const json g = read_json_file(path);
   if (!g.is_object()) throw Error(cat(path, ": not a JSON object"));
   std::vector<std::string> taken;
-  auto number = [&](const char* key, const char* option, auto& member) {
+  // A value from the file meets the limits of the option it stands for, with the file named.
+  auto number = [&](const char* key, const char* option, auto& member, double lo, double hi) {
     if (!g.contains(key) || g[key].is_null() || a.given.count(option)) return;
     if (!g[key].is_number()) throw Error(cat(path, ": ", key, " is not a number"));
+    const double value = g[key].get<double>();
+    if (!(value >= lo && value <= hi))
+      throw Error(cat(path, ": ", key, " ", g[key].dump(), " is out of range: give ", lo == std::floor(lo) ? cat(static_cast<int64_t>(lo)) : cat(lo), " to ",
+                      hi == std::floor(hi) ? cat(static_cast<int64_t>(hi)) : cat(hi), " (as ", option,
+                      "), or leave it out"));
     member = g[key].get<std::decay_t<decltype(member)>>();
     taken.push_back(cat(key, "=", g[key].dump()));
   };
-  number("temperature", "--temperature", a.temperature);
-  number("top_k", "--top-k", a.top_k);
-  number("top_p", "--top-p", a.top_p);
-  number("repetition_penalty", "--repetition-penalty", a.repetition_penalty);
-  number("max_new_tokens", "--max-new-tokens", a.max_new_tokens);
-  number("num_beams", "--beam", a.beam);
+  number("temperature", "--temperature", a.temperature, 1e-6, 100);
+  number("top_k", "--top-k", a.top_k, 0, 2147483647);
+  number("top_p", "--top-p", a.top_p, 1e-9, 1);
+  number("repetition_penalty", "--repetition-penalty", a.repetition_penalty, 1e-6, 100);
+  number("max_new_tokens", "--max-new-tokens", a.max_new_tokens, 1, kMaxNewTokens);
+  number("num_beams", "--beam", a.beam, 1, 64);
   if (g.contains("do_sample") && g["do_sample"].is_boolean() && !g["do_sample"].get<bool>() && a.beam == 1 &&
       !a.given.count("--greedy") && !a.given.count("--temperature") && !a.given.count("--top-k") &&
       !a.given.count("--top-p")) {
@@ -81,13 +90,10 @@ void apply_generation_config(GenerateArgs& a) {
   if (!taken.empty()) std::cerr << "zoo: from " << path << ": " << join(taken) << std::endl;
 }
 
-// The UTF-8 text of the file `option` names (a byte-order mark dropped).
+// The UTF-8 text of the file `option` names (a regular file, under the text cap; a byte-order
+// mark dropped).
 std::string read_utf8_file(const std::string& option, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(cat(option, " ", path, ": cannot open (", std::strerror(errno), ")"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  std::string text = read_text_input(path, option);
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // byte-order mark
   const size_t bad = data::find_invalid_utf8(text);
   if (bad != std::string::npos)
@@ -106,85 +112,13 @@ std::vector<std::string> read_prompt_lines(const std::string& path) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (data::python_strip(line).empty())
+      throw Error(cat("--prompts ", path, ":", lines.size() + 1, ": a blank line; every line is a prompt: remove it"));
     lines.push_back(line);
   }
   if (lines.empty()) throw Error(cat("--prompts ", path, ": no prompts (one per line)"));
   return lines;
 }
-
-// The prompt's ids, at most the model's context (keeping the end, with a warning); an empty
-// prompt starts from the end-of-text token where the tokenizer has one (GPT-2's convention).
-std::vector<int64_t> prompt_ids(const TextGenerator& g, const std::string& text) {
-  std::vector<int64_t> ids = g.encode(text);
-  if (ids.empty()) {
-    if (g.eos_id() < 0)
-      throw Error("the prompt is empty and this model's tokenizer has no end-of-text token to start from; "
-                  "give --prompt TEXT");
-    ids.push_back(g.eos_id());
-  }
-  const auto context = static_cast<size_t>(g.context_size());
-  if (ids.size() > context) {
-    std::cerr << "zoo: warning: the prompt has " << ids.size() << " tokens but the model's context is " << context
-              << "; keeping its last " << context << " tokens" << std::endl;
-    ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(context));
-  }
-  return ids;
-}
-
-// Length of the longest prefix of `bytes` that ends on a UTF-8 character boundary.
-size_t complete_utf8(const std::string& bytes) {
-  size_t end = bytes.size(), back = 0;
-  while (end > 0 && back < 4 && (static_cast<unsigned char>(bytes[end - 1]) & 0xC0) == 0x80) --end, ++back;
-  if (end == 0) return bytes.size();
-  const auto lead = static_cast<unsigned char>(bytes[end - 1]);
-  const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-  return back + 1 >= need ? bytes.size() : end - 1;
-}
-
-// Prints generated text as it grows, holding back what could still become a stop string or
-// the rest of a UTF-8 character; stops at the first stop string (not printed).
-class Streamer {
- public:
-  Streamer(const TextGenerator& g, std::vector<std::string> stop) : g_(g), stop_(std::move(stop)) {
-    for (const auto& s : stop_) hold_ = std::max(hold_, s.size());
-  }
-  /// Adds a token; false once a stop string has appeared.
-  bool add(int64_t token) {
-    if (token == g_.eos_id()) return true;
-    ids_.push_back(token);
-    const std::string text = g_.decode(ids_);
-    size_t stop_at = std::string::npos;
-    for (const auto& s : stop_)
-      if (!s.empty()) stop_at = std::min(stop_at, text.find(s));
-    if (stop_at != std::string::npos) {
-      emit(text, stop_at);
-      stopped_ = true;
-      return false;
-    }
-    size_t safe = complete_utf8(text);
-    if (hold_ > 1) safe = safe > hold_ - 1 ? complete_utf8(text.substr(0, safe - (hold_ - 1))) : 0;
-    emit(text, safe);
-    return true;
-  }
-  void finish() {
-    if (!stopped_) emit(g_.decode(ids_), std::string::npos);
-    std::cout << std::endl;
-  }
-
- private:
-  void emit(const std::string& text, size_t upto) {
-    upto = std::min(upto, text.size());
-    if (upto > printed_) {
-      std::cout << text.substr(printed_, upto - printed_) << std::flush;
-      printed_ = upto;
-    }
-  }
-  const TextGenerator& g_;
-  std::vector<std::string> stop_;
-  std::vector<int64_t> ids_;
-  size_t hold_ = 0, printed_ = 0;
-  bool stopped_ = false;
-};
 
 int generate(const GenerateArgs& a, const std::string& text);
 int generate_lines(const GenerateArgs& a);
@@ -192,8 +126,6 @@ int generate_lines(const GenerateArgs& a);
 int run_generate(const GenerateArgs& a) {
   if ((!a.prompt.empty()) + (!a.prompt_file.empty()) + (!a.prompts.empty()) > 1)
     throw Error("give one of --prompt TEXT, --prompt-file FILE and --prompts FILE");
-  if (!a.prompts.empty() && a.repetition_penalty != 1.0)
-    throw Error("--repetition-penalty is for one prompt at a time (--prompt or --prompt-file), not --prompts");
   const std::string text = read_prompt(a);
   checked_checkpoint_dir(a.checkpoint);
   GenerateArgs with_defaults = a;
@@ -201,105 +133,43 @@ int run_generate(const GenerateArgs& a) {
   return a.prompts.empty() ? generate(with_defaults, text) : generate_lines(with_defaults);
 }
 
-// The checkpoint's language model on --device.
-std::unique_ptr<TextGenerator> load_generator(const GenerateArgs& a) {
-  return load_text_generator(a.checkpoint, resolve_device(a.device));
+GenerationOptions options_of(const GenerateArgs& a) {
+  GenerationOptions o;
+  o.max_new_tokens = a.max_new_tokens;
+  o.greedy = a.greedy;
+  o.temperature = a.temperature;
+  o.top_k = a.top_k;
+  o.top_p = a.top_p;
+  o.min_tokens_to_keep = a.min_tokens_to_keep;
+  o.repetition_penalty = a.repetition_penalty;
+  o.beam_size = a.beam;
+  o.seed = a.seed;
+  o.stop = a.stop;
+  o.use_cache = !a.no_cache;
+  o.batch_size = a.batch_size;
+  return o;
 }
 
-models::GenerationOptions generation_options(const GenerateArgs& a, const TextGenerator& g) {
-  models::GenerationOptions options;
-  options.eos_id = g.eos_id() >= 0 ? g.eos_id() : std::numeric_limits<int64_t>::max();
-  options.max_new_tokens = a.max_new_tokens;
-  options.num_beams = a.beam;
-  return options;
-}
-
-models::SamplingOptions sampling_options(const GenerateArgs& a) {
-  models::SamplingOptions sampling;
-  sampling.do_sample = a.beam == 1 && !a.greedy;
-  sampling.temperature = a.temperature;
-  sampling.top_k = a.top_k;
-  sampling.top_p = a.top_p;
-  sampling.min_tokens_to_keep = a.min_tokens_to_keep;
-  sampling.repetition_penalty = a.repetition_penalty;
-  sampling.seed = static_cast<uint64_t>(a.seed);
-  sampling.validate();
-  return sampling;
-}
-
+// One prompt: the prompt, then the continuation as it is produced.
 int generate(const GenerateArgs& a, const std::string& text) {
-  auto g = load_generator(a);
-  torch::NoGradGuard no_grad;
-  const std::vector<int64_t> prompt = prompt_ids(*g, text);
-  auto decoding = g->start_decoding(prompt, !a.no_cache);
-  models::GenerationOptions options = generation_options(a, *g);
-  options.bos_id = decoding.first;
-  const models::SamplingOptions sampling = sampling_options(a);
+  const Generator generator(a.checkpoint, resolve_device(a.device));
   std::cout << text << std::flush;
-  Streamer streamer(*g, a.stop);
-  if (a.beam > 1) {
-    models::RepetitionPenalty penalty(a.repetition_penalty, prompt);
-    const auto best = models::beam_search(*decoding.model, std::move(decoding.state), options,
-                                          a.repetition_penalty != 1.0 ? &penalty : nullptr);
-    for (int64_t token : best.at(0).at(0).tokens)
-      if (!streamer.add(token)) break;
-  } else {
-    models::sample_decode(*decoding.model, std::move(decoding.state), options, sampling, prompt, nullptr,
-                          [&](int64_t, int64_t token) { return streamer.add(token); });
-  }
-  streamer.finish();
+  generator.generate({text}, options_of(a), [](size_t, const std::string& piece) {
+    std::cout << piece << std::flush;
+    return true;
+  });
+  std::cout << std::endl;
   return 0;
 }
 
-// What `tokens` (the generated ids of one row) read as: up to eos, cut before the first stop
-// string, without an incomplete UTF-8 character at the end.
-std::string completion_text(const TextGenerator& g, std::vector<int64_t> tokens, const std::vector<std::string>& stop) {
-  const auto eos = std::find(tokens.begin(), tokens.end(), g.eos_id());
-  tokens.erase(eos, tokens.end());
-  std::string text = g.decode(tokens);
-  for (const auto& s : stop)
-    if (!s.empty()) text = text.substr(0, text.find(s));
-  return text.substr(0, complete_utf8(text));
-}
-
-// The generated tokens of each prompt of one batch, in order.
-std::vector<std::vector<int64_t>> generate_batch(const GenerateArgs& a, TextGenerator& g,
-                                                 const std::vector<std::vector<int64_t>>& prompts) {
-  auto decoding = g.start_decoding(prompts, !a.no_cache);
-  models::GenerationOptions options = generation_options(a, g);
-  options.bos_id = decoding.first;
-  std::vector<std::vector<int64_t>> out;
-  if (a.beam > 1) {
-    for (auto& best : models::beam_search(*decoding.model, std::move(decoding.state), options))
-      out.push_back(best.at(0).tokens);
-  } else {
-    for (auto& h : models::sample_decode(*decoding.model, std::move(decoding.state), options, sampling_options(a)))
-      out.push_back(h.tokens);
-  }
-  return out;
-}
-
+// --prompts FILE: one JSON line per prompt, in order.
 int generate_lines(const GenerateArgs& a) {
   const std::vector<std::string> lines = read_prompt_lines(a.prompts);
-  auto g = load_generator(a);
-  torch::NoGradGuard no_grad;
-  std::vector<std::vector<int64_t>> ids;
-  for (const auto& line : lines) ids.push_back(prompt_ids(*g, line));
-  std::vector<size_t> order(ids.size());  // by length, so that a batch holds little padding
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return ids[x].size() < ids[y].size(); });
-  std::vector<std::string> completions(ids.size());
-  for (size_t begin = 0; begin < order.size(); begin += static_cast<size_t>(a.batch_size)) {
-    const size_t end = std::min(order.size(), begin + static_cast<size_t>(a.batch_size));
-    std::vector<std::vector<int64_t>> batch;
-    for (size_t i = begin; i < end; ++i) batch.push_back(ids[order[i]]);
-    const auto generated = generate_batch(a, *g, batch);
-    for (size_t i = begin; i < end; ++i) completions[order[i]] = completion_text(*g, generated[i - begin], a.stop);
-    std::cerr << "zoo: " << end << " of " << order.size() << " prompts" << std::endl;
-  }
+  const Generator generator(a.checkpoint, resolve_device(a.device));
+  const auto generations = generator.generate(lines, options_of(a));
   for (size_t i = 0; i < lines.size(); ++i)
-    std::cout << json{{"prompt", lines[i]}, {"completion", completions[i]}}.dump(-1, ' ', false,
-                                                                                  json::error_handler_t::replace)
+    std::cout << json{{"prompt", lines[i]}, {"completion", generations[i].text}}.dump(-1, ' ', false,
+                                                                                     json::error_handler_t::replace)
               << "\n";
   std::cout << std::flush;
   return 0;
@@ -319,7 +189,7 @@ void setup_generate(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(int64_t{1}, int64_t{4096}))
       ->capture_default_str();
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "most tokens generated")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->check(CLI::Range(int64_t{1}, kMaxNewTokens))
       ->capture_default_str();
   cmd->add_option("--temperature", a->temperature, "sampling: divide the logits by T")->capture_default_str();
   cmd->add_option("--top-k", a->top_k, "sampling: keep the K most likely tokens; 0 = all")->capture_default_str();

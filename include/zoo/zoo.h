@@ -32,11 +32,13 @@ struct GenerationOptions {
   double temperature = 1.0;       ///< > 0; sampling only
   int64_t top_k = 0;              ///< 0: every token
   double top_p = 1.0;             ///< (0, 1]
+  int64_t min_tokens_to_keep = 1; ///< top-k/top-p keep at least this many tokens
   double repetition_penalty = 1.0;
-  int64_t beam_size = 1;          ///< > 1: beam search (no streaming)
+  int64_t beam_size = 1;          ///< > 1: beam search (its text comes when the search ends)
   int64_t seed = 0;               ///< sampling's seed, per prompt
   std::vector<std::string> stop;  ///< the text ends before the first of these
   bool use_cache = true;          ///< the key/value cache (false recomputes every step)
+  int64_t batch_size = 8;         ///< prompts decoded together (left-padded, similar lengths)
 };
 
 struct Generation {
