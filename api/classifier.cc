@@ -38,7 +38,7 @@ struct Classifier::Impl {
 Classifier::Classifier(const std::string& dir, torch::Device device) : impl_(std::make_unique<Impl>()) {
   impl_->dir = dir;
   const auto source = open_inference_source(dir);
-  require_task(source, dir, {"text_classification", "image_classification"}, "zoo::Classifier");
+  require_task(source, dir, {"text_classification", "image_classification"}, "zoo classify");
   if (source.task() == "text_classification")
     impl_->text = load_text_classifier(source, device);
   else

@@ -25,11 +25,10 @@ std::string resume_target(const TrainRequest& r, const std::string& out) {
       throw Error(cat("--resume: no checkpoint in ", out, " (looked for ", out, "/checkpoint-N/trainer_state.json)"));
     return latest;
   }
-  std::error_code ec;
-  if (!fs::is_directory(r.resume_from, ec)) throw Error(cat("--resume ", r.resume_from, ": no such checkpoint directory"));
-  if (!fs::exists(fs::path(r.resume_from) / "trainer_state.json"))
+  const std::string dir = checked_checkpoint_dir(r.resume_from);
+  if (!fs::exists(fs::path(dir) / "trainer_state.json"))
     throw Error(cat("--resume ", r.resume_from, ": not a training checkpoint (no trainer_state.json)"));
-  return r.resume_from;
+  return dir;
 }
 }  // namespace
 
@@ -99,9 +98,7 @@ std::string train(const std::string& config_file, const std::string& output_dir,
 }
 
 std::string evaluate(const std::string& checkpoint_dir, const std::string& split, torch::Device device) {
-  std::error_code ec;
-  if (!fs::is_directory(checkpoint_dir, ec)) throw Error(cat(checkpoint_dir, ": no such checkpoint directory"));
-  return api::evaluation_json(checkpoint_dir, split, device).dump();
+  return api::evaluation_json(checked_checkpoint_dir(checkpoint_dir), split, device).dump();
 }
 
 }  // namespace zoo

@@ -38,6 +38,17 @@ std::string latest_checkpoint(const std::string& output_dir) {
   return all.empty() ? "" : all.back().second;
 }
 
+std::string checked_checkpoint_dir(const std::string& given) {
+  std::error_code ec;
+  const std::string dir = model_dir(given);
+  if (!fs::exists(dir, ec)) throw Error(cat(dir, ": no such checkpoint directory"));
+  if (!fs::is_directory(dir, ec)) throw Error(cat(dir, ": not a directory; pass a checkpoint directory"));
+  if (!fs::exists(fs::path(dir) / "config.json")) throw Error(cat(dir, ": not a checkpoint (no config.json)"));
+  if (!has_weights(dir))
+    throw Error(cat(dir, ": not a checkpoint (no model.safetensors, nor model.safetensors.index.json)"));
+  return dir;
+}
+
 void rotate_checkpoints(const std::string& output_dir, int64_t keep, const std::string& protect) {
   if (keep <= 0) return;
   auto all = list_checkpoints(output_dir);  // oldest first

@@ -32,6 +32,9 @@ std::string checkpoint_dir_name(int64_t step);
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& output_dir);
 /// The newest complete checkpoint, or "" when there is none.
 std::string latest_checkpoint(const std::string& output_dir);
+/// DIR (or the snapshot of a Hub cache folder) when it is a checkpoint: a directory with
+/// config.json and weights; else a zoo::Error naming it and what it lacks.
+std::string checked_checkpoint_dir(const std::string& dir);
 /// Deletes the oldest checkpoints so that `keep` remain, never deleting `protect`.
 void rotate_checkpoints(const std::string& output_dir, int64_t keep, const std::string& protect);
 

@@ -5,14 +5,12 @@
 #include <sstream>
 #include <iostream>
 
+#include "core/error.h"
 #include "core/input_file.h"
-#include "data/image_file.h"
 #include "data/text.h"
 #include "tools/commands.h"
-#include "io/inference_model.h"
-#include "predict/image_classifier.h"
-#include "predict/text_classifier.h"
 #include "train/device.h"
+#include "zoo/zoo.h"
 
 namespace zoo::cli {
 
@@ -28,23 +26,18 @@ std::string read_file_text(const std::string& path) {
   return read_text_input(path, "text");
 }
 
-// Prints NAME<TAB>label<TAB>probability (the top k) per row of `probs`.
-void print_top(const std::vector<std::string>& names, const std::vector<std::string>& labels, const torch::Tensor& probs,
-               int64_t top_k) {
-  const int64_t k = std::min<int64_t>(top_k, static_cast<int64_t>(labels.size()));
-  auto [p, idx] = probs.topk(k, -1);
+// Prints NAME<TAB>label<TAB>probability (the top k) per input.
+void print_top(const std::vector<std::string>& names, const std::vector<std::vector<Label>>& labels) {
   for (size_t i = 0; i < names.size(); ++i) {
     std::cout << names[i];
-    for (int64_t j = 0; j < k; ++j)
-      std::cout << "\t" << labels[idx[i][j].item<int64_t>()] << "\t" << std::fixed << std::setprecision(4)
-                << p[i][j].item<double>();
+    for (const auto& l : labels[i]) std::cout << "\t" << l.name << "\t" << std::fixed << std::setprecision(4) << l.probability;
     std::cout << "\n";
   }
 }
 
 // Texts: each file is one text; without files, each line of stdin is one (blank lines are
 // answered with an empty line, so outputs stay aligned with inputs).
-int classify_texts(TextClassifier& classifier, const ClassifyArgs& a) {
+int classify_texts(const Classifier& classifier, const ClassifyArgs& a) {
   std::vector<std::string> names, texts;
   if (a.files.empty()) {
     for (std::string line; std::getline(std::cin, line);) {
@@ -58,40 +51,33 @@ int classify_texts(TextClassifier& classifier, const ClassifyArgs& a) {
     }
   }
   for (size_t i = 0; i < texts.size(); ++i) data::check_utf8(texts[i], names[i]);
-  const auto labels = classifier.label_names();
-  constexpr size_t kBatch = 32;
-  for (size_t s = 0; s < texts.size(); s += kBatch) {
-    std::vector<std::string> part, part_names;
-    for (size_t i = s; i < std::min(texts.size(), s + kBatch); ++i) {
-      if (data::python_strip(texts[i]).empty()) {
-        if (!part.empty()) print_top(part_names, labels, classifier.probabilities(part), a.top_k);
-        part.clear(), part_names.clear();
-        std::cout << names[i] << "\n";
-        continue;
-      }
-      part.push_back(texts[i]);
-      part_names.push_back(names[i]);
+  std::vector<std::string> part, part_names;
+  const auto flush = [&] {
+    if (!part.empty()) print_top(part_names, classifier.classify_texts(part, static_cast<int>(a.top_k)));
+    part.clear(), part_names.clear();
+  };
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (data::python_strip(texts[i]).empty()) {
+      flush();
+      std::cout << names[i] << "\n";
+      continue;
     }
-    if (!part.empty()) print_top(part_names, labels, classifier.probabilities(part), a.top_k);
+    part.push_back(texts[i]);
+    part_names.push_back(names[i]);
   }
+  flush();
   return 0;
 }
 
 int run_classify(const ClassifyArgs& a) {
   checked_checkpoint_dir(a.checkpoint);
-  const torch::Device device = resolve_device(a.device);
-  const auto source = open_inference_source(a.checkpoint);
-  require_task(source, a.checkpoint, {"text_classification", "image_classification"}, "zoo classify");
-  if (source.task() == "text_classification") return classify_texts(*load_text_classifier(source, device), a);
+  const Classifier classifier(a.checkpoint, resolve_device(a.device));
+  if (classifier.kind() == "text") return classify_texts(classifier, a);
   if (a.files.empty()) throw Error("zoo classify: give the image files to classify");
-  const auto classifier = load_image_classifier(source, device);
-  const int64_t channels = classifier->image_channels(), size = classifier->image_size();
-  // Decode everything first: a bad file fails before any model work.
-  std::vector<torch::Tensor> decoded;
-  for (const auto& f : a.files) decoded.push_back(data::load_image(f, channels, size, size));
-  print_top(a.files, classifier->label_names(), classifier->probabilities(torch::stack(decoded)), a.top_k);
+  print_top(a.files, classifier.classify_images(a.files, static_cast<int>(a.top_k)));
   return 0;
 }
+
 }  // namespace
 
 void setup_classify(CLI::App& app, int* exit_code) {

@@ -3,11 +3,9 @@
 // train.precision (bf16 autocast where it resolves so); --set train.precision=fp32 for fp32.
 #include <iostream>
 
+#include "api/training.h"
 #include "tools/commands.h"
 #include "train/device.h"
-#include "train/precision.h"
-#include "train/task_registry.h"
-#include "train/train_options.h"
 
 namespace zoo::cli {
 
@@ -21,17 +19,7 @@ struct EvalArgs {
 
 int run_eval(const EvalArgs& a) {
   checked_checkpoint_dir(a.checkpoint);
-  const torch::Device device = resolve_device(a.device);
-  auto task = load_task(a.checkpoint, a.overrides, device);
-  const auto train = read_options<TrainOptions>(task->config().at("train"), "train");
-  const std::string split = a.split.empty() ? task->default_eval_split() : a.split;
-  const std::string precision = evaluation_precision(train.precision, device);  // --set train.precision=fp32 for fp32
-  Metrics m = evaluate(*task, split, train.per_device_eval_batch_size, device, precision);
-  json out(m);
-  if (out.contains("examples")) out["examples"] = static_cast<int64_t>(m["examples"]);
-  out["split"] = split;
-  out["precision"] = precision;
-  std::cout << out.dump() << std::endl;
+  std::cout << api::evaluation_json(a.checkpoint, a.split, resolve_device(a.device), a.overrides).dump() << std::endl;
   return 0;
 }
 }  // namespace

@@ -4,15 +4,10 @@
 #include <filesystem>
 #include <iostream>
 
+#include "api/training.h"
 #include "tools/commands.h"
-#include "io/checkpoint.h"
-#include "train/device.h"
-#include "train/distributed.h"
-#include "train/launch_env.h"
-#include "io/adapters.h"
-#include "train/memory_budget.h"
+#include "train/signals.h"
 #include "train/task_registry.h"
-#include "train/trainer.h"
 
 namespace fs = std::filesystem;
 
@@ -70,55 +65,20 @@ int run_help_config(const TrainCommand& a) {
   return 0;
 }
 
-// The checkpoint --resume continues ("" without --resume): the one named, or the newest in `out`.
-std::string resume_target(const TrainCommand& a, const std::string& out) {
-  if (!a.resume_set) return "";
-  if (a.resume.empty() || a.resume == "latest") {
-    const std::string latest = latest_checkpoint(out);
-    if (latest.empty())
-      throw Error(cat("--resume: no checkpoint in ", out, " (looked for ", out, "/checkpoint-N/trainer_state.json)"));
-    return latest;
-  }
-  const std::string dir = checked_checkpoint_dir(a.resume);
-  if (!fs::exists(fs::path(dir) / "trainer_state.json"))
-    throw Error(cat("--resume ", a.resume, ": not a training checkpoint (no trainer_state.json)"));
-  return dir;
-}
-
 int run_train(const TrainCommand& a) {
   if (a.help_config) return run_help_config(a);
-  if (a.config.empty()) throw Error("zoo train needs --config FILE.json (see tools/recipes/; --help-config lists the keys)");
-  // Everything is validated before any work: config, device, resume target, data paths.
-  json raw = read_json_file(a.config);
-  if (!raw.is_object()) throw Error(cat(a.config, ": the config must be a JSON object"));
-  for (const auto& s : a.overrides) apply_override(raw, s);
-  if (!a.init_from.empty()) apply_override(raw, "train.init_from=" + json(a.init_from).dump());
-  const std::string out = a.output_dir.empty() ? (fs::path("runs") / fs::path(a.config).stem()).string() : a.output_dir;
-  const std::string resume_from = resume_target(a, out);
-  const json config = resolve_training_config(raw, a.config, a.overrides, resume_from);
-  // A data-parallel launch (torchrun, tools/launch.sh, Slurm, mpirun): one process per rank,
-  // each on its own GPU (cuda:LOCAL_RANK) when there are GPUs. A world of one forms a process
-  // group only when train.ddp_backend names a backend (a check of that backend).
-  const auto train_options = read_options<TrainOptions>(config.at("train"), "train");
-  const auto launch = detect_launch({}, train_options.ddp_backend != "auto");
-  torch::Device device = resolve_device(a.device);
-  if (launch && device.is_cuda() && !device.has_index()) device = torch::Device(torch::kCUDA, launch->local_rank);
-  lora_options(config);  // train.lora's keys and targets are checked before the data is read
-  if (train_options.check_memory)
-    check_memory_budget(estimate_training_memory(config), device, cat(a.config, ": this run"));
-  if (!a.resume_set && !latest_checkpoint(out).empty())
-    throw Error(cat(out, " already holds checkpoints; continue it with --resume, or choose another --output-dir"));
-
-  std::unique_ptr<Collective> collective;
-  if (launch) {
-    const auto& t = train_options;
-    collective = connect_processes(*launch, device, {t.ddp_backend, t.ddp_timeout, t.ddp_bucket_cap_mb});
-  }
-  auto task = make_task(config);
+  api::TrainRequest request;
+  request.config_file = a.config;
+  request.output_dir = a.output_dir;
+  request.overrides = a.overrides;
+  request.device = a.device;
+  request.resume = a.resume_set;
+  request.resume_from = a.resume;
+  request.init_from = a.init_from;
+  request.config_source = config_source(a);
+  request.data_parallel = true;  // torchrun, tools/launch.sh, Slurm or mpirun
   install_stop_handlers();
-  TrainerArgs args{config, config_source(a), out, device, resume_from};
-  args.collective = collective.get();
-  return train(*task, args).interrupted ? stop_exit_status() : 0;
+  return api::run_training(request).interrupted ? stop_exit_status() : 0;
 }
 
 }  // namespace
@@ -157,17 +117,6 @@ void setup_finetune(CLI::App& app, int* exit_code) {
   cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
   cmd->add_option("--output-dir", a->output_dir, "where checkpoints and logs go (default runs/<config name>)");
   cmd->callback([a, exit_code] { *exit_code = run_train(*a); });
-}
-
-std::string checked_checkpoint_dir(const std::string& given) {
-  std::error_code ec;
-  const std::string dir = model_dir(given);
-  if (!fs::exists(dir, ec)) throw Error(cat(dir, ": no such checkpoint directory"));
-  if (!fs::is_directory(dir, ec)) throw Error(cat(dir, ": not a directory; pass a checkpoint directory"));
-  if (!fs::exists(fs::path(dir) / "config.json")) throw Error(cat(dir, ": not a checkpoint (no config.json)"));
-  if (!has_weights(dir))
-    throw Error(cat(dir, ": not a checkpoint (no model.safetensors, nor model.safetensors.index.json)"));
-  return dir;
 }
 
 }  // namespace zoo::cli

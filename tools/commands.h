@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "io/checkpoint.h"
+
 namespace zoo::cli {
 
 /// Registers a subcommand; the callback runs it and stores the exit code in *exit_code.
@@ -19,7 +21,7 @@ void setup_translate(CLI::App& app, int* exit_code);
 void setup_generate(CLI::App& app, int* exit_code);
 void setup_tokenizer(CLI::App& app, int* exit_code);
 
-/// Shared by the subcommands that load a checkpoint: validates the directory.
-std::string checked_checkpoint_dir(const std::string& dir);
+/// Shared by the subcommands that load a checkpoint: validates the directory (io/checkpoint.h).
+using zoo::checked_checkpoint_dir;
 
 }  // namespace zoo::cli
