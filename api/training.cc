@@ -1,9 +1,11 @@
 #include "api/training.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "io/adapters.h"
 #include "io/checkpoint.h"
+#include "models/generation.h"
 #include "train/device.h"
 #include "train/distributed.h"
 #include "train/launch_env.h"
@@ -69,13 +71,31 @@ json train_result_json(const TrainResult& result) {
           {"early_stopped", result.early_stopped},   {"eval", json(result.final_metrics)}};
 }
 
+namespace {
+// A NaN or infinite loss (finite but huge weights overflow float32 at run time) is an error
+// naming the checkpoint, not "loss": null.
+void check_finite_losses(const Metrics& metrics, const std::string& checkpoint, const std::string& split) {
+  for (const auto& [key, value] : metrics)
+    if (key.rfind("loss", 0) == 0 && !std::isfinite(value))
+      throw Error(cat(checkpoint, ": the ", key, " on the ", split, " split is ", std::isnan(value) ? "NaN" : "infinite",
+                      ": the weights overflow float32 at run time (finite but huge values) or are damaged; use "
+                      "another checkpoint"));
+}
+}  // namespace
+
 json evaluation_json(const std::string& checkpoint_dir, const std::string& split, const torch::Device& device,
                      const std::vector<std::string>& overrides) {
   auto task = load_task(checkpoint_dir, overrides, device);
   const auto train = read_options<TrainOptions>(task->config().at("train"), "train");
   const std::string which = split.empty() ? task->default_eval_split() : split;
   const std::string precision = evaluation_precision(train.precision, device);
-  const Metrics m = evaluate(*task, which, train.per_device_eval_batch_size, device, precision);
+  Metrics m;
+  try {
+    m = evaluate(*task, which, train.per_device_eval_batch_size, device, precision);
+  } catch (const models::NonFiniteOutput& e) {  // a translation's decoding for BLEU
+    throw Error(cat(checkpoint_dir, ": ", e.what()));
+  }
+  check_finite_losses(m, checkpoint_dir, which);
   json out(m);
   if (out.contains("examples")) out["examples"] = static_cast<int64_t>(m.at("examples"));
   out["split"] = which;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -51,8 +52,53 @@ uint64_t number_from_env(const char* name, uint64_t default_value) {
   return static_cast<uint64_t>(n);
 }
 
+namespace {
+constexpr const char* kRaiseTextCap = "set ZOO_MAX_TEXT_MIB to raise it";
+}  // namespace
+
+uint64_t text_cap_bytes() { return number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20; }
+
 std::string read_text_input(const std::string& path, const std::string& what) {
-  return read_input_file(path, what, number_from_env("ZOO_MAX_TEXT_MIB", 64) << 20, "set ZOO_MAX_TEXT_MIB to raise it");
+  return read_input_file(path, what, text_cap_bytes(), kRaiseTextCap);
+}
+
+LineReader::LineReader(std::istream& in, std::string name) : in_(in), name_(std::move(name)), cap_(text_cap_bytes()) {}
+
+bool LineReader::next(std::string& line) {
+  line.clear();
+  std::streambuf* buf = in_.rdbuf();
+  int c = buf ? buf->sbumpc() : EOF;
+  if (c == EOF) return false;
+  ++number_;
+  for (; c != EOF && c != '\n'; c = buf->sbumpc()) {
+    if (line.size() >= cap_)
+      throw Error(cat(name_, " line ", number_, ": longer than ", cap_, " bytes (the text cap); split it into lines, or ",
+                      kRaiseTextCap));
+    line.push_back(static_cast<char>(c));
+  }
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  if (number_ == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // byte-order mark
+  return true;
+}
+
+std::vector<std::string> read_input_lines(std::istream& in, const std::string& name) {
+  LineReader reader(in, name);
+  const uint64_t cap = text_cap_bytes();
+  uint64_t total = 0;
+  std::vector<std::string> lines;
+  for (std::string line; reader.next(line);) {
+    total += line.size() + 1;
+    if (total > cap)
+      throw Error(cat(name, " line ", reader.line_number(), ": the input passes ", cap, " bytes (the text cap) here; give "
+                      "fewer lines at once, or ", kRaiseTextCap));
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+std::vector<std::string> read_input_lines(const std::string& path, const std::string& what) {
+  std::istringstream in(read_text_input(path, what));
+  return read_input_lines(in, cat(what, " ", path));
 }
 
 }  // namespace zoo

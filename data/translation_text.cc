@@ -134,11 +134,14 @@ std::vector<int64_t> TranslationText::encode_source(const std::string& sentence,
     ids.push_back(id.front());
     if (tokens) tokens->push_back(token);
   }
-  const auto most = static_cast<size_t>(std::max<int64_t>(limit, 0));
+  const bool table = limit > 0;  // a position table; else zoo's cap
+  const auto most = static_cast<size_t>(table ? limit : kMaxSourceTokensWithoutPositions);
   if (most > 1 && ids.size() > most) {
     if (!truncate)
       throw Error(cat("a source sentence of ", ids.size(), " tokens (its <start>/<end> markers included) is longer than the ",
-                      most, " this model reads (model.max_position_embeddings): '", utf8_prefix(sentence, 60),
+                      most, " this model reads (",
+                      table ? "model.max_position_embeddings" : "zoo's cap for a model without a position table",
+                      "): '", utf8_prefix(sentence, 60),
                       sentence.size() > 60 ? "...'" : "'",
                       "; set data.truncate_source=true (zoo translate --truncate) to cut it"));
     const int64_t end = ids.back();  // keep <end>

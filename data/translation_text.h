@@ -142,9 +142,14 @@ class TranslationText {
   /// The training encoding of a raw pair's sides: framed as the side frames them.
   std::vector<int64_t> source_ids(const std::string& raw) const;
   std::vector<int64_t> target_ids(const std::string& raw) const;
+  /// The most source tokens (<start>/<end> included) given to a model without a position table
+  /// (the GRU encoder-decoder): its time and memory grow with the source (100,000 characters took
+  /// 2 minutes and 2 GB), and the sentences it is trained on have tens.
+  static constexpr int64_t kMaxSourceTokensWithoutPositions = 1024;
   /// The source ids the model reads for a raw sentence, and the token shown for each id. A
-  /// sentence longer than `limit` (the model's positions; 0: none) is a zoo::Error naming the
-  /// limit, or cut to it with data.truncate_source.
+  /// sentence longer than `limit` (the model's positions; 0: none, then
+  /// kMaxSourceTokensWithoutPositions) is a zoo::Error naming the limit, or cut to it with
+  /// data.truncate_source.
   std::vector<int64_t> encode_source(const std::string& sentence, int64_t limit,
                                      std::vector<std::string>* tokens = nullptr) const {
     return encode_source(sentence, limit, tokens, data_.truncate_source);

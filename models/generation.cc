@@ -98,6 +98,22 @@ void DecoderState::select(const torch::Tensor& indices) {
 }
 
 // ---------------------------------------------------------------------------------------
+// StepModel
+
+torch::Tensor checked_step(StepModel& model, const torch::Tensor& prev_tokens, DecoderState& state, int64_t step) {
+  torch::Tensor log_probs = model.step(prev_tokens, state);
+  // One reduction: the maximum is NaN when any entry is (torch propagates it), and
+  // log-probabilities are at most 0, so +inf is never an answer either; -inf (a masked token) is.
+  const double top = log_probs.numel() > 0 ? log_probs.max().item<double>() : 0.0;
+  if (std::isnan(top) || top == std::numeric_limits<double>::infinity())
+    throw NonFiniteOutput(cat(model.origin().empty() ? "" : model.origin() + ": ",
+                              "the model's next-token scores are NaN or infinite at decoding step ", step + 1,
+                              ": its weights overflow float32 at run time (finite but huge values) or are damaged; "
+                              "use a checkpoint whose zoo eval loss is finite"));
+  return log_probs;
+}
+
+// ---------------------------------------------------------------------------------------
 // PrefixTree
 
 PrefixTree::PrefixTree(const std::vector<std::vector<int64_t>>& sequences, int64_t eos_id)
@@ -211,7 +227,7 @@ std::vector<Hypothesis> greedy_decode(StepModel& model, DecoderState state,
   };
 
   for (int64_t t = 0; t < options.max_new_tokens && !live.empty(); ++t) {
-    auto log_probs = model.step(long_tensor(prev, device), state);  // (N, V)
+    auto log_probs = checked_step(model, long_tensor(prev, device), state, t);  // (N, V)
     if (constraint) {
       std::vector<std::vector<int64_t>> prefixes;
       for (int64_t b : live) prefixes.push_back(hyps[b].tokens);
@@ -307,7 +323,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, DecoderState 
   for (int64_t t = 0; t < options.max_new_tokens && !live.empty(); ++t) {
     const auto n_live = static_cast<int64_t>(live.size());
     const int64_t n_rows = n_live * beams;
-    auto log_probs = model.step(long_tensor(prev, device), state);  // (N, V)
+    auto log_probs = checked_step(model, long_tensor(prev, device), state, t);  // (N, V)
     if (constraint) constraint->apply(seqs, log_probs);
     history = extend_history(history, model.attention(state));
     const int64_t vocab = log_probs.size(1);

@@ -20,6 +20,7 @@
 
 #include <torch/torch.h>
 
+#include "core/error.h"
 #include "core/options.h"
 
 namespace zoo::models {
@@ -76,7 +77,25 @@ class StepModel {
   /// Attention weights over the source of the last step, (N, S), for alignment heat maps;
   /// undefined when the model has none.
   virtual torch::Tensor attention(const DecoderState& /*state*/) const { return {}; }
+  /// Where the weights come from (a checkpoint directory), named when a step's output is not
+  /// finite; "" names nothing.
+  void set_origin(std::string origin) { origin_ = std::move(origin); }
+  const std::string& origin() const { return origin_; }
+
+ private:
+  std::string origin_;
 };
+
+/// The zoo::Error of checked_step, apart so that a caller that knows where the weights come
+/// from (zoo eval) can name them when the model does not.
+struct NonFiniteOutput : Error {
+  using Error::Error;
+};
+
+/// model.step(prev_tokens, state) of decoding step `step` (0-based), checked once per step:
+/// log-probabilities holding NaN or +infinity (finite but huge weights overflow float32 at run
+/// time) are a NonFiniteOutput naming the model's origin and the step, not tokens made of NaN.
+torch::Tensor checked_step(StepModel& model, const torch::Tensor& prev_tokens, DecoderState& state, int64_t step);
 
 /// Restricts which tokens may follow a prefix; called by the searches on every step.
 class Constraint {

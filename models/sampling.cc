@@ -71,7 +71,7 @@ std::vector<Hypothesis> sample_decode(StepModel& model, DecoderState state, cons
   auto gen = at::detail::createCPUGenerator(o.seed);
   auto prev = torch::full({n}, g.bos_id, torch::TensorOptions(torch::kLong).device(state.device()));
   for (int64_t step = 0; step < g.max_new_tokens && !alive.empty(); ++step) {
-    auto log_probs = model.step(prev, state);  // (rows, V)
+    auto log_probs = checked_step(model, prev, state, step);  // (rows, V)
     auto scores = log_probs.clone();
     std::vector<std::vector<int64_t>> prefixes;
     for (int64_t s : alive) prefixes.push_back(out[s].tokens);

@@ -15,8 +15,8 @@ namespace {
 
 class GptTextGenerator : public TextGenerator {
  public:
-  GptTextGenerator(models::GPT2LMHeadModel model, std::unique_ptr<data::Tokenizer> tokenizer)
-      : model_(std::move(model)), tokenizer_(std::move(tokenizer)) {}
+  GptTextGenerator(models::GPT2LMHeadModel model, std::unique_ptr<data::Tokenizer> tokenizer, std::string dir)
+      : model_(std::move(model)), tokenizer_(std::move(tokenizer)), dir_(std::move(dir)) {}
 
   std::vector<int64_t> encode(const std::string& text) const override { return tokenizer_->encode(text); }
   std::string decode(const std::vector<int64_t>& ids) const override { return tokenizer_->decode(ids); }
@@ -27,6 +27,7 @@ class GptTextGenerator : public TextGenerator {
     auto decoder = std::make_shared<models::GPT2Decoder>(model_, use_cache);
     Decoding d;
     d.state = decoder->start(prompt);
+    decoder->set_origin(dir_);  // named if its output is not finite
     d.first = prompt.back();
     d.model = decoder;
     return d;
@@ -36,6 +37,7 @@ class GptTextGenerator : public TextGenerator {
     auto decoder = std::make_shared<models::GPT2Decoder>(model_, use_cache);
     Decoding d;
     d.state = decoder->start(prompts, std::max<int64_t>(eos_id(), 0));  // the padding's id is never read
+    decoder->set_origin(dir_);
     d.first = 0;
     d.model = decoder;
     return d;
@@ -44,6 +46,7 @@ class GptTextGenerator : public TextGenerator {
  private:
   models::GPT2LMHeadModel model_;
   std::unique_ptr<data::Tokenizer> tokenizer_;
+  std::string dir_;  // where the weights come from
 };
 
 // The directory's tokenizer, the one the model was trained with.
@@ -70,7 +73,7 @@ std::unique_ptr<TextGenerator> load_text_generator(const std::string& given, con
   DataFacts facts = data::language_model_facts(*tokenizer);
   facts.mismatch_hint = cat("this tokenizer does not belong to the model of ", source);
   models::complete_model_section(config.at("model"), facts);  // throws when they disagree
-  return std::make_unique<GptTextGenerator>(std::move(model), std::move(tokenizer));
+  return std::make_unique<GptTextGenerator>(std::move(model), std::move(tokenizer), dir);
 }
 
 }  // namespace zoo

@@ -72,6 +72,7 @@ std::unique_ptr<SentenceTranslator> load_translator(const std::string& given, co
   auto module = load_inference_model(dir, config, device);  // the assets' fingerprints checked too
   auto model = std::dynamic_pointer_cast<models::EncoderDecoder>(module);
   if (!model) throw Error(cat(given, ": model_type '", section.value("model_type", ""), "' is not an encoder-decoder"));
+  model->set_origin(dir);  // named if its output is not finite
   data::TranslationText text = load_translation_text(dir, config);
   const std::string where = (std::filesystem::path(dir) / data::TranslationText::kTargetVocabFile).string();
   text.find_special_ids(where);

@@ -40,10 +40,8 @@ void print_top(const std::vector<std::string>& names, const std::vector<std::vec
 int classify_texts(const Classifier& classifier, const ClassifyArgs& a) {
   std::vector<std::string> names, texts;
   if (a.files.empty()) {
-    for (std::string line; std::getline(std::cin, line);) {
-      texts.push_back(line);
-      names.push_back(cat("line ", texts.size()));
-    }
+    texts = read_input_lines(std::cin, "stdin");
+    for (size_t i = 1; i <= texts.size(); ++i) names.push_back(cat("line ", i));
   } else {
     for (const auto& f : a.files) {
       texts.push_back(read_file_text(f));

@@ -105,16 +105,14 @@ std::string read_prompt(const GenerateArgs& a) {
   return a.prompt_file.empty() ? a.prompt : read_utf8_file("--prompt-file", a.prompt_file);
 }
 
-// --prompts FILE: its lines (a final newline ends the last one; "\r\n" as "\n").
+// --prompts FILE: its lines (core/input_file.h's rules), each valid UTF-8 and not blank.
 std::vector<std::string> read_prompt_lines(const std::string& path) {
-  const std::string text = read_utf8_file("--prompts", path);
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (data::python_strip(line).empty())
-      throw Error(cat("--prompts ", path, ":", lines.size() + 1, ": a blank line; every line is a prompt: remove it"));
-    lines.push_back(line);
+  const std::vector<std::string> lines = read_input_lines(path, "--prompts");
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string where = cat("--prompts ", path, ":", i + 1);
+    data::check_utf8(lines[i], where + ": the line");
+    if (data::python_strip(lines[i]).empty())
+      throw Error(cat(where, ": a blank line; every line is a prompt: remove it"));
   }
   if (lines.empty()) throw Error(cat("--prompts ", path, ": no prompts (one per line)"));
   return lines;

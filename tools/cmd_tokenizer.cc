@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "core/input_file.h"
 #include "data/tokenizer.h"
 #include "io/inference_model.h"
 #include "predict/translator.h"
@@ -60,12 +61,12 @@ int run_encode(const TokenizerArgs& a) {
   if (!a.text.empty()) {
     print_ids(tok->encode(a.text));
   } else {
-    std::string line;
-    for (int64_t n = 1; std::getline(std::cin, line); ++n) {
+    LineReader stdin_lines(std::cin, "stdin");  // line by line: any length of stream, each line capped
+    for (std::string line; stdin_lines.next(line);) {
       try {
         print_ids(tok->encode(line));
       } catch (const Error& e) {
-        throw Error(cat("stdin:", n, ": ", e.what()));
+        throw Error(cat("stdin line ", stdin_lines.line_number(), ": ", e.what()));
       }
     }
   }

@@ -4,13 +4,11 @@
 // Reads Chinese sentences (one per line; stdin without --input) and prints one English
 // translation per line, in order; an empty input line gives an empty output line.
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
+#include "core/input_file.h"
 #include "data/text.h"
 #include "tools/commands.h"
 #include "train/device.h"
@@ -35,26 +33,6 @@ struct TranslateArgs {
   std::string device = "auto";
 };
 
-// The lines of `in` without line ends (LF or CRLF); a UTF-8 byte-order mark is dropped.
-std::vector<std::string> read_lines(std::istream& in) {
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (lines.empty() && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
-    lines.push_back(std::move(line));
-  }
-  return lines;
-}
-
-std::vector<std::string> read_text_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(cat(what, " '", path, "': cannot open (", std::strerror(errno), ")"));
-  auto lines = read_lines(in);
-  if (in.bad()) throw Error(cat(what, " '", path, "': read error"));
-  return lines;
-}
-
 // Every line must be valid UTF-8; checked before any model work.
 void check_lines(const std::vector<std::string>& lines, const std::string& name) {
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -78,10 +56,10 @@ int run_translate(const TranslateArgs& a) {
   std::vector<std::string> lines;
   std::string input_name = "stdin";
   if (a.input.empty() || a.input == "-") {
-    lines = read_lines(std::cin);
+    lines = read_input_lines(std::cin, input_name);
   } else {
     input_name = a.input;
-    lines = read_text_file(a.input, "--input file");
+    lines = read_input_lines(a.input, "--input");
   }
   check_lines(lines, input_name);
   checked_checkpoint_dir(a.checkpoint);
@@ -94,7 +72,7 @@ int run_translate(const TranslateArgs& a) {
   options.batch_size = a.batch_size;
   options.return_attention = !a.attention_out.empty();
   if (!a.constrain.empty()) {
-    options.constrain_to = read_text_file(a.constrain, "--constrain file");
+    options.constrain_to = read_input_lines(a.constrain, "--constrain");
     check_lines(options.constrain_to, a.constrain);
     options.constrain_file = a.constrain;
   }
