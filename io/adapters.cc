@@ -121,16 +121,25 @@ models::LoraOptions read_adapter_config(const std::string& dir, std::string* bas
   for (const char* unsupported : {"use_dora", "use_rslora"})
     if (c.value(unsupported, false))
       throw Error(cat(path, ": ", unsupported, " is true; zoo implements plain LoRA only"));
-  json mine = {{"r", c.value("r", 8)}, {"alpha", c.value("lora_alpha", 8.0)}, {"dropout", c.value("lora_dropout", 0.0)}};
-  if (c.contains("target_modules") && c["target_modules"].is_array()) mine["target_modules"] = c["target_modules"];
-  else if (c.contains("target_modules") && c["target_modules"].is_string()) mine["target_modules"] = {c["target_modules"]};
-  if (c.contains("modules_to_save") && c["modules_to_save"].is_array()) mine["modules_to_save"] = c["modules_to_save"];
-  if (base) *base = c.value("base_model_name_or_path", json(nullptr)).is_string() ? c["base_model_name_or_path"].get<std::string>() : "";
-  try {
-    return read_options<models::LoraOptions>(mine, "train.lora");
-  } catch (const Error& e) {
-    throw Error(cat(path, ": ", e.what()));
+  // PEFT's keys and train.lora's; each value is checked as train.lora checks it, and an error
+  // names the file's key.
+  json mine = json::object();
+  for (const auto& [peft, key] : {std::pair{"r", "r"}, {"lora_alpha", "alpha"}, {"lora_dropout", "dropout"},
+                                  {"target_modules", "target_modules"}, {"modules_to_save", "modules_to_save"}}) {
+    if (!c.contains(peft) || c[peft].is_null()) continue;
+    const json value = std::string(key) == "target_modules" && c[peft].is_string() ? json::array({c[peft]}) : c[peft];
+    try {
+      read_options<models::LoraOptions>(json{{key, value}}, "train.lora");
+    } catch (const Error& e) {
+      std::string why = e.what();
+      if (why.rfind("config: ", 0) == 0) why = why.substr(8);
+      throw Error(cat(path, ": ", peft, " ", c[peft].dump(), " is not accepted (", why, "); correct the file, or "
+                      "fine-tune its base with --init-from BASE and train.lora"));
+    }
+    mine[key] = value;
   }
+  if (base) *base = c.value("base_model_name_or_path", json(nullptr)).is_string() ? c["base_model_name_or_path"].get<std::string>() : "";
+  return read_options<models::LoraOptions>(mine, "train.lora");
 }
 
 }  // namespace zoo

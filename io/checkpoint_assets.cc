@@ -78,12 +78,35 @@ json asset_fingerprints(const std::string& dir, const std::set<std::string>& bef
   return out;
 }
 
+namespace {
+// The file a message about DIR's tokenizer names: its vocabulary.
+std::string tokenizer_file(const std::string& dir) {
+  std::error_code ec;
+  for (const char* name : {"vocab.txt", "char_vocab.json", "vocab.json", "tokenizer.model", "tokenizer.json"})
+    if (fs::is_regular_file(fs::path(dir) / name, ec)) return (fs::path(dir) / name).string();
+  return dir;
+}
+
+// Without trainer_state.json's file fingerprints (a checkpoint shared as its model, config and
+// vocabulary), DIR's tokenizer against the fingerprint its config.json records.
+void check_configured_tokenizer(const std::string& dir) {
+  std::error_code ec;
+  const fs::path path = fs::path(dir) / "config.json";
+  if (!fs::is_regular_file(path, ec) || !data::has_tokenizer(dir)) return;
+  const json config = read_json_file(path.string());
+  const json data = config.is_object() ? config.value("data", json::object()) : json::object();
+  const json expected = data.is_object() ? data.value("tokenizer_fingerprint", json()) : json();
+  if (!expected.is_string() || expected.get<std::string>().empty()) return;
+  data::check_tokenizer_fingerprint(*data::load_tokenizer(dir), expected.get<std::string>(), tokenizer_file(dir));
+}
+}  // namespace
+
 void check_asset_fingerprints(const std::string& dir) {
   const fs::path state = fs::path(dir) / "trainer_state.json";
   std::error_code ec;
-  if (!fs::is_regular_file(state, ec)) return;
-  const json st = read_json_file(state.string());
-  if (!st.is_object() || !st.contains("asset_fingerprints") || !st["asset_fingerprints"].is_object()) return;
+  const json st = fs::is_regular_file(state, ec) ? read_json_file(state.string()) : json();
+  if (!st.is_object() || !st.contains("asset_fingerprints") || !st["asset_fingerprints"].is_object())
+    return check_configured_tokenizer(dir);
   for (const auto& [name, expected] : st["asset_fingerprints"].items()) {
     if (!expected.is_string() || name.find('/') != std::string::npos || name.find("..") != std::string::npos) continue;
     const fs::path file = fs::path(dir) / name;

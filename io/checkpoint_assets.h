@@ -19,7 +19,9 @@ json asset_fingerprints(const std::string& dir, const std::set<std::string>& bef
 std::set<std::string> file_names(const std::string& dir);
 /// When DIR/trainer_state.json lists "asset_fingerprints", every listed file must still hold
 /// the bytes it was saved with (a shuffled vocab.txt of the same size is not the model's);
-/// throws zoo::Error naming the file and the fix. Hugging Face directories list none.
+/// without that list, DIR's tokenizer must have the fingerprint config.json records
+/// (data.tokenizer_fingerprint). Throws zoo::Error naming the file and the fix. Hugging Face
+/// directories record neither.
 void check_asset_fingerprints(const std::string& dir);
 
 }  // namespace zoo

@@ -25,6 +25,31 @@ bool under(const std::string& name, const std::vector<std::string>& modules) {
   return false;
 }
 
+// The last parts of the names of `modules` ("c_attn", "classifier"; not a layer's number),
+// sorted, each once.
+std::string name_tails(const std::vector<std::string>& modules) {
+  std::vector<std::string> tails;
+  for (const auto& m : modules)
+    if (m.substr(m.rfind('.') + 1).find_first_not_of("0123456789") != std::string::npos) tails.push_back(m.substr(m.rfind('.') + 1));
+  std::sort(tails.begin(), tails.end());
+  tails.erase(std::unique(tails.begin(), tails.end()), tails.end());
+  return join(tails);
+}
+
+// Every name of train.lora.modules_to_save must be a module of the model: one that names none
+// would train the adapters alone, without the head it was meant to train.
+void check_modules_to_save(const torch::nn::Module& model, const std::vector<std::string>& modules_to_save) {
+  std::vector<std::string> names;
+  for (const auto& item : model.named_modules("", /*include_self=*/false)) names.push_back(item.key());
+  for (const auto& m : modules_to_save) {
+    bool found = false;
+    for (const auto& p : model.named_parameters()) found = found || under(p.key(), {m});
+    if (!found)
+      throw Error(cat("train.lora.modules_to_save names '", m, "', which is no module of this model (its modules end "
+                      "in: ", name_tails(names), "); name one of them, or leave modules_to_save empty for the task's new head"));
+  }
+}
+
 }  // namespace
 
 LoraFactorImpl::LoraFactorImpl(int64_t in, int64_t out, double scaling_, double dropout_)
@@ -53,6 +78,7 @@ std::vector<std::string> default_lora_targets(const std::string& model_type) {
 
 std::vector<std::string> add_lora(torch::nn::Module& model, const LoraOptions& o,
                                   const std::vector<std::string>& modules_to_save) {
+  check_modules_to_save(model, modules_to_save);
   const double scaling = o.alpha / static_cast<double>(o.r);
   std::vector<std::string> adapted, linears;
   torch::NoGradGuard no_grad;
@@ -75,14 +101,9 @@ std::vector<std::string> add_lora(torch::nn::Module& model, const LoraOptions& o
     b->to(linear->weight.device(), linear->weight.scalar_type());
     adapted.push_back(item.key());
   }
-  if (adapted.empty()) {
-    std::vector<std::string> tails;
-    for (const auto& l : linears) tails.push_back(l.substr(l.rfind('.') + 1));
-    std::sort(tails.begin(), tails.end());
-    tails.erase(std::unique(tails.begin(), tails.end()), tails.end());
+  if (adapted.empty())
     throw Error(cat("train.lora.target_modules [", join(o.target_modules),
-                    "] names no linear layer of this model; its linear layers end in: ", join(tails)));
-  }
+                    "] names no linear layer of this model; its linear layers end in: ", name_tails(linears)));
   for (auto& p : model.named_parameters())
     p.value().set_requires_grad(is_lora_name(p.key()) || under(p.key(), modules_to_save));
   return adapted;

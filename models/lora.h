@@ -28,7 +28,7 @@ struct LoraOptions {
   template <class V>
   void fields(V& v) {
     v("r", r, "rank of the adapters", at_least(1));
-    v("alpha", alpha, "scaling: the update is (alpha / r) B A (PEFT's lora_alpha)", at_least(0));
+    v("alpha", alpha, "scaling: the update is (alpha / r) B A (PEFT's lora_alpha)", between(0, 65536));
     v("dropout", dropout, "dropout on the adapters' input (PEFT's lora_dropout)", between(0, 1));
     v("target_modules", target_modules,
       "linear layers that get adapters, by name or name suffix (PEFT's); empty = the family's default: gpt2 "
@@ -57,7 +57,7 @@ std::vector<std::string> default_lora_targets(const std::string& model_type);
 /// Adds adapters (A ~ Kaiming-uniform as PEFT, B = 0) to every Linear whose dotted name is a
 /// target or ends with "." + target, freezes every other parameter except those under
 /// `modules_to_save`; returns the adapted layers' names. Throws zoo::Error naming the targets
-/// when none matches, and the near misses.
+/// when none matches, or a module to save that names no module, with the model's layer names.
 std::vector<std::string> add_lora(torch::nn::Module& model, const LoraOptions& o,
                                   const std::vector<std::string>& modules_to_save);
 

@@ -18,6 +18,8 @@
 #include "core/paths.h"
 #include "data/image_file.h"
 #include "fixtures.h"
+#include "review_fixtures.h"
+#include "translation_fixtures.h"
 #include "distributed_util.h"
 #include "test_util.h"
 #include "data/pairs.h"
@@ -583,7 +585,7 @@ TEST(DataFaults, APairLineWithAnExtraTabIsNamed) {
 // ---------------------------------------------------------------------------------------
 // Data parallel faults, said within seconds instead of a silent wait for train.ddp_timeout.
 
-int port(int offset) { return test::port(28000, offset); }
+int port(int offset) { return test::port(4000, offset); }  // below the ephemeral range (32768-60999)
 
 // Starts one zoo per (RANK, WORLD_SIZE) at once; returns each one's output, in order.
 std::vector<std::string> start_ranks(const test::TempDir& t, const std::vector<std::pair<int, int>>& ranks, int port_offset,
@@ -692,6 +694,271 @@ TEST_F(UntrustedCheckpoint, PromptFilesAreNamedByLineAndCapped) {
   r = test::run("timeout 30 " + std::string(ZOO_BINARY) + " generate --checkpoint " + (*dir_ / "run/checkpoint-10") +
                 " --prompts /dev/zero");
   expect_one_line_error(r, "/dev/zero: is not a regular file", "--prompts /dev/zero");
+}
+
+
+// ---- Issue 66 §5: run state, resume, data-parallel and LoRA --------------------------------
+
+// A trained tiny GPT (10 steps) and a LoRA run on it (10 steps), shared by the RunState tests.
+class RunStateRuns : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir();
+    test::write_file(*dir_ / "text.txt", corpus());
+    test::tiny_config(*dir_, {*dir_ / "text.txt"}, 10);
+    auto r = test::run_zoo("train --config " + config() + " --output-dir " + (*dir_ / "run"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = test::run_zoo("train --config " + config() + " --output-dir " + (*dir_ / "lora") + " --init-from " +
+                      (*dir_ / "run/checkpoint-10") + " --set 'train.lora={\"r\": 2, \"alpha\": 4}'");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string config() { return *dir_ / "config.json"; }
+  // A copy of the output directory `name` in `t`, elsewhere than where it was trained.
+  static std::string copy_run(const test::TempDir& t, const std::string& name) {
+    fs::copy(*dir_ / name, t / name, fs::copy_options::recursive);
+    return t / name;
+  }
+  static test::TempDir* dir_;
+};
+test::TempDir* RunStateRuns::dir_ = nullptr;
+
+// A failed --resume (a width the run's weights do not have) rewrote the run's config.json.
+TEST_F(RunStateRuns, AFailedResumeLeavesTheRunsConfigAsItWas) {
+  test::TempDir t;
+  const std::string run = copy_run(t, "run");
+  const std::string before = test::read_file(run + "/config.json");
+  const auto r = test::run_zoo("train --config " + config() + " --output-dir " + run +
+                               " --resume --set model.n_embd=64 --set train.max_steps=12");
+  expect_one_line_error(r, "transformer.wte.weight", "a resume with another model.n_embd");
+  EXPECT_EQ(test::read_file(run + "/config.json"), before) << "the failed command changed the run's record";
+}
+
+// trainer_state.json is an input: global_step -5 resumed "at step -5" with a negative learning
+// rate, and a best_model_checkpoint outside the run was printed as the best.
+TEST_F(RunStateRuns, TrainerStateValuesAreRangeChecked) {
+  for (const auto& [key, value] : std::vector<std::pair<std::string, json>>{{"global_step", -5},
+                                                                           {"batch_in_epoch", "ten"},
+                                                                           {"best_metric", "low"},
+                                                                           {"best_model_checkpoint", "/etc/passwd"},
+                                                                           {"best_model_checkpoint", "checkpoint-99"}}) {
+    SCOPED_TRACE(key + " " + value.dump());
+    test::TempDir t;
+    const std::string run = copy_run(t, "run"), state = run + "/checkpoint-10/trainer_state.json";
+    json st = read_json_file(state);
+    st[key] = value;
+    write_json_file(state, st);
+    const auto r = test::run_zoo("train --config " + config() + " --output-dir " + run + " --resume --set train.max_steps=12");
+    expect_one_line_error(r, state + ": " + key + " " + value.dump() + " is not ", key);
+    EXPECT_NE(r.output.find("put back the trainer_state.json this checkpoint was saved with"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(run + "/checkpoint-12"));
+  }
+  // A moved run keeps its best checkpoint, inside the directory it was moved to.
+  test::TempDir t;
+  const std::string run = copy_run(t, "run"), state = run + "/checkpoint-10/trainer_state.json";
+  json st = read_json_file(state);
+  st["best_metric"] = -1.0;  // no loss beats it: checkpoint-10 stays the best
+  write_json_file(state, st);
+  const auto r = test::run_zoo("train --config " + config() + " --output-dir " + run + " --resume --set train.max_steps=12");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("; best (loss=-1) " + run + "/checkpoint-10"), std::string::npos) << r.output;
+}
+
+// data.validation_size=0 (ViT) and data.validation_fraction=0 (GPT) failed after training, at
+// the first evaluation; now before the first step, naming the key.
+TEST(RunState, NoValidationSplitIsRefusedBeforeTheFirstStep) {
+  test::TempDir t;
+  test::write_file(t / "text.txt", corpus());
+  test::tiny_config(t, {t / "text.txt"}, 4);
+  fs::create_directories(t / "mnist");
+  test::write_tiny_mnist(t / "mnist", 64, 16);
+  test::write_file(t / "vit.json", test::tiny_vit_config(t / "mnist"));
+  for (const auto& [config, key] : std::vector<std::pair<std::string, std::string>>{
+           {t / "config.json", "validation_fraction"}, {t / "vit.json", "validation_size"}}) {
+    const std::string out = t / key;
+    const auto r = test::run_zoo("train --config " + config + " --output-dir " + out + " --set data." + key + "=0");
+    expect_one_line_error(r, "config: data." + key + "=0", key);
+    EXPECT_NE(r.output.find("holds out no validation examples; training evaluates on them"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(out + "/metrics.jsonl")) << key << ": refused after training had started";
+  }
+}
+
+// Two processes started with RANK=0: the second stopped at once (its MASTER_PORT taken), the
+// first waited for rank 1 for the whole train.ddp_timeout. Now the second stops the first too.
+TEST(RunState, TwoProcessesWithRankZeroBothStopAtOnce) {
+  if (!test::have_gloo()) GTEST_SKIP() << "this LibTorch build has no c10d Gloo";
+  test::TempDir t;
+  test::write_file(t / "text.txt", corpus());
+  test::tiny_config(t, {t / "text.txt"}, 4);
+  const auto logs = start_ranks(t, {{0, 2}, {0, 2}}, 5);
+  const std::string both = logs[0] + logs[1];
+  // Whichever started its rendezvous first is the one stopped through it.
+  EXPECT_NE(both.find("zoo: error: rank 0 of 2: MASTER_PORT=" + std::to_string(port(5)) +
+                      " is in use by the rendezvous of another process started with RANK=0; give each process its own RANK"),
+            std::string::npos)
+      << both;
+  EXPECT_NE(both.find("zoo: error: rank 0 of 2: stopped: another process failed to join: rank 0 of 2: MASTER_PORT="),
+            std::string::npos)
+      << both;
+  EXPECT_EQ(both.find("waiting for rank 1 for train.ddp_timeout"), std::string::npos) << both;
+}
+
+// A shuffled vocab.txt was taken by --init-from once trainer_state.json was removed, though the
+// checkpoint's config.json still records the tokenizer's fingerprint.
+TEST(RunState, InitFromChecksTheConfigsTokenizerFingerprintWithoutTrainerState) {
+  test::TempDir dir;
+  const std::string root = test::write_reviews(dir), cfg = dir / "cls.json";
+  test::write_file(cfg, test::classifier_config(root, dir / "vocab.txt"));
+  auto r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "run") +
+                         " --set train.max_steps=2 --set train.save_steps=2 --set train.eval_steps=2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string ckpt = dir / "run/checkpoint-2";
+  auto lines = test::lines_of(test::read_file(ckpt + "/vocab.txt"));
+  std::swap(lines[6], lines[7]);  // two words trade ids; the size stays
+  std::string shuffled;
+  for (const auto& l : lines) shuffled += l + "\n";
+  test::write_file(ckpt + "/vocab.txt", shuffled);
+  fs::remove(ckpt + "/trainer_state.json");
+  // data.vocab empty: the fine-tuning reads the checkpoint's vocab.txt.
+  r = test::run_zoo("train --config " + cfg + " --output-dir " + (dir / "ft") + " --init-from " + ckpt +
+                    " --set data.vocab= --set train.max_steps=2");
+  expect_one_line_error(r, ckpt + "/vocab.txt: this tokenizer (basic_english, ", "--init-from");
+  EXPECT_FALSE(fs::exists(dir / "ft/checkpoint-2"));
+}
+
+// LoRA: adapter_config.json's r 10^12 was reported as a negative overflowed number, lora_alpha
+// 10^308 was blamed on the learning rate, a modules_to_save naming no module trained on (exit
+// 0), and resuming a LoRA run without train.lora spoke of "parameter groups".
+TEST_F(RunStateRuns, LoraFilesAndResumesAreNamed) {
+  for (const auto& [key, value, needle] : std::vector<std::tuple<std::string, json, std::string>>{
+           {"r", 1000000000000, "train.lora.r (1000000000000) exceeds the rank of"},
+           {"lora_alpha", 1e308, "lora_alpha 1e+308 is not accepted (train.lora.alpha must be"},
+           {"modules_to_save", json::array({"nonexistent"}), "train.lora.modules_to_save names 'nonexistent', which is no module"}}) {
+    SCOPED_TRACE(key);
+    test::TempDir t;
+    const std::string adapter = t / "adapter";
+    fs::copy(*dir_ / "lora/checkpoint-10", adapter, fs::copy_options::recursive);
+    json c = read_json_file(adapter + "/adapter_config.json");
+    c[key] = value;
+    write_json_file(adapter + "/adapter_config.json", c);
+    const auto r = test::run_zoo("train --config " + config() + " --output-dir " + (t / "out") + " --init-from " + adapter);
+    expect_one_line_error(r, adapter + "/adapter_config.json: ", key);
+    EXPECT_NE(r.output.find(needle), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(t / "out/checkpoint-10"));
+  }
+  test::TempDir t;
+  const std::string run = copy_run(t, "lora");
+  auto r = test::run_zoo("train --config " + config() + " --output-dir " + run + " --resume --set train.max_steps=12");
+  expect_one_line_error(r, run + "/checkpoint-10 was trained with train.lora (it holds adapter_config.json): resume with "
+                           "--set 'train.lora={", "a LoRA run resumed without train.lora");
+  // The command it gives resumes.
+  const std::string given = r.output.substr(r.output.find("--set 'train.lora="));
+  r = test::run_zoo("train --config " + config() + " --output-dir " + run + " --resume --set train.max_steps=12 " +
+                    given.substr(0, given.find('\n')));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+// ---- Issue 66 §5: input streams, generation_config.json, non-finite outputs ------------------
+
+// A tiny GPT (10 steps), GRU translation model (4 steps) and BERT text classifier (2 steps),
+// shared by the Inputs tests.
+class InputsCheckpoints : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir();
+    test::write_file(*dir_ / "text.txt", corpus());
+    test::tiny_config(*dir_, {*dir_ / "text.txt"}, 10);
+    auto r = test::run_zoo("train --config " + (*dir_ / "config.json") + " --output-dir " + (*dir_ / "gpt"));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    test::write_file(*dir_ / "pairs.txt", test::pair_file_text());
+    test::write_file(*dir_ / "s2s.json", test::tiny_config(*dir_ / "pairs.txt"));
+    r = test::run_zoo("train --config " + (*dir_ / "s2s.json") + " --output-dir " + (*dir_ / "s2s") +
+                      " --set train.max_steps=4 --set train.eval_steps=4 --set train.save_steps=4");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    test::write_file(*dir_ / "cls.json", test::classifier_config(test::write_reviews(*dir_), *dir_ / "vocab.txt"));
+    r = test::run_zoo("train --config " + (*dir_ / "cls.json") + " --output-dir " + (*dir_ / "cls") +
+                      " --set train.max_steps=2 --set train.eval_steps=2 --set train.save_steps=2");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string gpt() { return *dir_ / "gpt/checkpoint-10"; }
+  static std::string s2s() { return *dir_ / "s2s/checkpoint-4"; }
+  static std::string cls() { return *dir_ / "cls/checkpoint-2"; }
+  static test::TempDir* dir_;
+};
+test::TempDir* InputsCheckpoints::dir_ = nullptr;
+
+// `zoo ARGS` under a 4 GB address-space limit, killed after 60 s; `pipe` ("yes | ") feeds it.
+test::RunResult run_zoo_limited(const std::string& args, const std::string& pipe = "") {
+  return test::run(pipe + "(ulimit -v 4000000; timeout 60 " + std::string(ZOO_BINARY) + " " + args + ")");
+}
+
+// Standard input had no cap: `< /dev/zero` grew without bound and, under a memory limit,
+// exited 0 with no output and no error; --input /dev/zero was "read error". Every stream is
+// read line by line under the text cap, naming the stream and the line.
+TEST_F(InputsCheckpoints, StdinAndInputFilesAreCappedNamingTheStreamAndLine) {
+  test::TempDir t;
+  ASSERT_EQ(test::run_zoo("tokenizer train --input " + (*dir_ / "text.txt") + " --model-type char --out " + (t / "tok"))
+                .exit_code,
+            0);
+  for (const std::string& command : {"classify --checkpoint " + cls(), "translate --checkpoint " + s2s(),
+                                     "tokenizer encode --tokenizer " + (t / "tok")}) {
+    const auto r = run_zoo_limited(command + " < /dev/zero");  // the default cap, 64 MiB
+    expect_one_line_error(r, "stdin line 1: longer than 67108864 bytes", command);
+    EXPECT_NE(r.output.find("ZOO_MAX_TEXT_MIB"), std::string::npos) << r.output;
+  }
+  // Many short lines: the whole stream is capped where it is held in memory.
+  auto r = run_zoo_limited("translate --checkpoint " + s2s(), "export ZOO_MAX_TEXT_MIB=1; yes 一只红猫 | ");
+  expect_one_line_error(r, "the input passes 1048576 bytes (the text cap)", "yes | translate");
+  EXPECT_NE(r.output.find("stdin line "), std::string::npos) << r.output;
+  for (const std::string option : {"--input", "--constrain"}) {
+    r = run_zoo_limited("translate --checkpoint " + s2s() + " " + option + " /dev/zero < /dev/null");
+    expect_one_line_error(r, option + " /dev/zero: is not a regular file", option);
+  }
+  // Ordinary input still reads: CRLF line ends, a blank line keeping its place.
+  r = test::run("printf '一只红猫\\r\\n\\n两只蓝猫\\n' | " + std::string(ZOO_BINARY) + " translate --checkpoint " + s2s());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(test::lines_of(r.output).size(), 3u) << r.output;
+}
+
+// Finite but huge weights (3e38) became NaN at run time: greedy decoding printed newlines with
+// exit 0, sampling and beam search failed with raw messages, zoo eval printed "loss": null.
+TEST_F(InputsCheckpoints, HugeFiniteWeightsAreAnErrorNamingTheCheckpoint) {
+  test::TempDir t;
+  const auto huge = [](const char* name) {
+    return [name](std::map<std::string, torch::Tensor>& tensors) { tensors.at(name).fill_(3e38); };
+  };
+  damaged_copy(gpt(), t / "gpt", huge("transformer.h.0.mlp.c_fc.weight"));
+  damaged_copy(s2s(), t / "s2s", huge("decoder.fc.weight"));
+  const std::string scores = "the model's next-token scores are NaN or infinite at decoding step 1";
+  for (const std::string how : {"--greedy", "--seed 1", "--beam 3"})
+    expect_one_line_error(test::run_zoo("generate --checkpoint " + (t / "gpt") + " --prompt 'the ' " + how),
+                          (t / "gpt") + ": " + scores, "generate " + how);
+  expect_one_line_error(test::run_zoo("eval --checkpoint " + (t / "gpt")),
+                        (t / "gpt") + ": the loss on the valid split is NaN", "eval, GPT");
+  for (const std::string beam : {"1", "3"})
+    expect_one_line_error(test::run("echo 一只红猫 | " + std::string(ZOO_BINARY) + " translate --checkpoint " +
+                                    (t / "s2s") + " --beam " + beam),
+                          (t / "s2s") + ": " + scores, "translate --beam " + beam);
+  expect_one_line_error(test::run_zoo("eval --checkpoint " + (t / "s2s")), (t / "s2s") + ": ", "eval, GRU");
+}
+
+// The GRU encoder-decoder had no source length cap (100,000 characters: 2 minutes, 2 GB); it
+// reads at most 1024 tokens now, as a Transformer reads its positions, and --truncate cuts.
+TEST_F(InputsCheckpoints, TheGruEncoderDecoderReadsAtMost1024SourceTokens) {
+  test::TempDir t;
+  std::string fits, longer;
+  for (int i = 0; i < 1022; ++i) fits += "红";  // + <start> and <end>: 1024
+  for (int i = 0; i < 5000; ++i) longer += "红";
+  test::write_file(t / "in.txt", fits + "\n" + longer + "\n");
+  const std::string translate = "translate --checkpoint " + s2s() + " --input " + (t / "in.txt");
+  expect_one_line_error(run_zoo_limited(translate),
+                        "a source sentence of 5002 tokens (its <start>/<end> markers included) is longer than the 1024 "
+                        "this model reads (zoo's cap for a model without a position table)",
+                        "5000 characters");
+  const auto r = run_zoo_limited(translate + " --truncate");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(test::lines_of(r.output).size(), 2u) << r.output;
 }
 
 }  // namespace

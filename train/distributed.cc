@@ -364,6 +364,30 @@ void join_world(c10d::Store& store, const LaunchEnv& env, double timeout_s) {
   }
 }
 
+// A second process started with RANK=0 finds MASTER_PORT taken. When the taker is this run's
+// rendezvous (rank 0 claimed there), it stops that process too, as a RANK claimed twice does,
+// instead of leaving it to wait for the other ranks for the whole train.ddp_timeout.
+[[noreturn]] void fail_second_rank_zero(const LaunchEnv& env) {
+  const std::string in_use = cat("rank 0 of ", env.world_size, ": MASTER_PORT=", env.master_port, " is in use");
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    c10d::TCPStoreOptions so;
+    so.port = static_cast<std::uint16_t>(env.master_port);
+    so.waitWorkers = false;
+    so.timeout = std::chrono::seconds(5);  // not a store, or a silent one: the message below
+    store = c10::make_intrusive<c10d::PrefixStore>(cat("zoo/", env.restart, "/"),
+                                                   c10::make_intrusive<c10d::TCPStore>(env.master_addr, so));
+    if (store->add("claim/0", 0) == 0) store.reset();
+  } catch (const std::exception&) {
+    store.reset();
+  }
+  if (store)
+    fail_world(*store, cat(in_use, " by the rendezvous of another process started with RANK=0; give each process its "
+                           "own RANK, 0 to WORLD_SIZE-1"));
+  throw Error(cat(in_use, " on this machine, by a second process started with RANK=0 or by another run; give each "
+                  "process its own RANK, or choose a free MASTER_PORT"));
+}
+
 #endif  // ZOO_WITH_C10D
 
 }  // namespace
@@ -386,10 +410,7 @@ std::unique_ptr<Collective> connect_processes(const LaunchEnv& env, const torch:
         cat("zoo/", env.restart, "/"), c10::make_intrusive<c10d::TCPStore>(env.master_addr, so));
   } catch (const std::exception& e) {
     const std::string why = first_line(e.what());
-    if (env.rank == 0 && !env.agent_store && why.find("in use") != std::string::npos)
-      throw Error(cat("rank 0 of ", env.world_size, ": MASTER_PORT=", env.master_port, " is in use on this machine, ",
-                      "by a second process started with RANK=0 or by another run; give each process its own RANK, or "
-                      "choose a free MASTER_PORT"));
+    if (env.rank == 0 && !env.agent_store && why.find("in use") != std::string::npos) fail_second_rank_zero(env);
     throw Error(cat("rank ", env.rank, " of ", env.world_size, ": no rendezvous at MASTER_ADDR:MASTER_PORT=",
                     env.master_addr, ":", env.master_port, " within train.ddp_timeout=", o.timeout_s, " s (",
                     first_line(e.what()), "). Check that rank 0 runs and that every process has the same "

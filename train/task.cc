@@ -16,6 +16,12 @@ void check_eval_split(const std::string& loaded, const std::string& asked) {
     throw std::logic_error(cat("make_eval_batch(\"", asked, "\") after eval_plan(\"", loaded, "\")"));
 }
 
+void require_validation_split(bool holds_out, const std::string& key, const json& value, const std::string& fix) {
+  if (!holds_out)
+    throw Error(cat("config: data.", key, "=", value.dump(), " holds out no validation examples; training evaluates on "
+                    "them (train.eval_steps, the best checkpoint): set data.", key, " to ", fix));
+}
+
 namespace {
 
 // Runs f with the task's model in eval mode, gradients off and autocast as `precision` says;

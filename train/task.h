@@ -112,6 +112,11 @@ class Task {
   TaskContext context_;
 };
 
+/// Training evaluates on the valid split (train.eval_steps, the best checkpoint, the last
+/// step), so a data section that holds nothing out is refused before the first step: unless
+/// `holds_out`, throws a zoo::Error naming data.KEY=`value` and `fix` ("1 or more").
+void require_validation_split(bool holds_out, const std::string& key, const json& value, const std::string& fix);
+
 /// Throws (a bug, not user input) unless make_eval_batch() is asked for the split that
 /// eval_plan() loaded last.
 void check_eval_split(const std::string& loaded, const std::string& asked);

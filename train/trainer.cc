@@ -39,7 +39,6 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   config_ = task_.config().is_null() ? args_.config : task_.config();
   model_ = task_.model();
   setup_weights();  // may add the options of an --init-from adapter to config_
-  if (writer()) write_json_file((fs::path(args_.output_dir) / "config.json").string(), config_);
   model_->to(args_.device);
   optimizer_ = make_optimizer(*model_, o_);
   plan_schedule();
@@ -53,6 +52,8 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   if (o_.ema_decay > 0 && !average_) average_.emplace(*model_, o_.ema_decay);
   if (o_.gradient_checkpointing) enable_gradient_checkpointing();
   prepare_step();
+  // Only now, with everything checked: a command that fails leaves the run's record as it was.
+  if (writer()) write_json_file((fs::path(args_.output_dir) / "config.json").string(), config_);
 }
 
 void Trainer::choose_precision() {
@@ -150,7 +151,11 @@ void Trainer::setup_weights() {
   if (from.empty() && args_.resume_from.empty() && writer())
     std::cerr << "zoo: warning: train.lora without train.init_from: the adapters train on a frozen, randomly "
                  "initialised model; give the pretrained model with --init-from DIR" << std::endl;
-  attach_lora(*model_, *lora_);
+  try {
+    attach_lora(*model_, *lora_);
+  } catch (const Error& e) {  // the options of an --init-from adapter are its file's
+    throw Error(adapter_dir.empty() ? std::string(e.what()) : cat(adapter_dir, "/", kAdapterConfig, ": ", e.what()));
+  }
   if (!adapter_dir.empty()) load_adapter(*model_, adapter_dir, *lora_);
   adapter_base_ = adapter_dir.empty() ? o_.init_from : from;
 }

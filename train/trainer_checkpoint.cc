@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <optional>
 
 #include "core/hash.h"
 #include "io/adapters.h"
@@ -48,11 +50,71 @@ void restore_rng_state(const json& j, const torch::Device& device) {
   if (device.is_cuda() && j.contains("cuda")) set(at::globalContext().defaultGenerator(device), j["cuda"]);
 }
 
+// The train section of checkpoint `from`'s config.json: what its run was started with.
+json saved_train(const std::string& from) {
+  return read_json_file((fs::path(from) / "config.json").string()).value("train", json::object());
+}
+
+// A LoRA run's checkpoint holds its adapters (adapter_config.json) beside the frozen base; it
+// resumes with train.lora only, and a run without adapters resumes without it.
+void check_same_adapters(const std::string& from, bool lora) {
+  const bool adapters = is_adapter_dir(from);
+  if (adapters && !lora)
+    throw Error(cat(from, " was trained with train.lora (it holds ", kAdapterConfig, "): resume with --set 'train.lora=",
+                    saved_train(from).value("lora", json()).dump(), "'"));
+  if (!adapters && lora)
+    throw Error(cat(from, " was trained without train.lora (it holds no ", kAdapterConfig, "): resume with --set "
+                    "train.lora=null, or fine-tune it with --init-from ", from, " into a new --output-dir"));
+}
+
+// trainer_state.json is an input like any other: what resume takes from it is range-checked,
+// and an error names the file, the key and the fix.
+struct StateFile {
+  const json& st;
+  std::string path;
+
+  [[noreturn]] void bad(const char* key, const std::string& want) const {
+    throw Error(cat(path, ": ", key, " ", st.contains(key) ? st[key].dump() : std::string("missing"), " is not ", want,
+                    "; put back the trainer_state.json this checkpoint was saved with, or resume from another "
+                    "checkpoint"));
+  }
+  // A count (steps, batches, evaluations): a whole number from 0 up; `fallback` when absent.
+  int64_t count(const char* key, std::optional<int64_t> fallback = std::nullopt) const {
+    if (!st.contains(key) && fallback) return *fallback;
+    const json& v = st.contains(key) ? st[key] : json();
+    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}) || v.get<int64_t>() < 0)
+      bad(key, "a whole number of 0 or more");
+    return v.get<int64_t>();
+  }
+  // A finite number, or `fallback` when absent or null (best_metric before any evaluation).
+  double number(const char* key, double fallback) const {
+    if (!st.contains(key) || st[key].is_null()) return fallback;
+    if (!st[key].is_number() || !std::isfinite(st[key].get<double>())) bad(key, "a finite number or null");
+    return st[key].get<double>();
+  }
+  // best_model_checkpoint: "" or checkpoint-N of the run, N at most global_step, taken in `run_dir` (the
+  // directory that holds the resumed checkpoint, so that a moved run keeps its best and a path
+  // elsewhere is never taken).
+  std::string best_checkpoint(const std::string& run_dir, int64_t step) const {
+    const json& v = st.contains("best_model_checkpoint") ? st["best_model_checkpoint"] : json("");
+    if (!v.is_string()) bad("best_model_checkpoint", "a checkpoint directory of this run");
+    if (v.get<std::string>().empty()) return "";
+    const std::string name = fs::path(v.get<std::string>()).lexically_normal().filename().string();
+    const std::string digits = name.rfind("checkpoint-", 0) == 0 ? name.substr(11) : "";
+    const bool numbered = !digits.empty() && digits.size() <= 18 && digits.find_first_not_of("0123456789") == std::string::npos;
+    if (!numbered || std::stoll(digits) < 1 || std::stoll(digits) > step)
+      bad("best_model_checkpoint", cat("a checkpoint directory of this run (checkpoint-N, N from 1 to global_step ", step,
+                                       ")"));
+    return (fs::path(run_dir) / name).string();
+  }
+};
+
 }  // namespace
 
 // The model (and its average, and LoRA adapters) and the optimizer of checkpoint `from`.
 void Trainer::restore_weights(const std::string& from) {
   const fs::path dir = from;
+  check_same_adapters(from, lora_.has_value());
   load_model(*model_, (dir / "model.safetensors").string(), model_type());
   if (lora_) load_adapter(*model_, from, *lora_);
   // The checkpoint has an average exactly when it has the weights being trained beside it.
@@ -62,8 +124,7 @@ void Trainer::restore_weights(const std::string& from) {
     throw Error(cat(from, " was trained without train.ema_decay, so it has no weight average to "
                     "continue: resume with --set train.ema_decay=0, or start a new run"));
   if (o_.ema_decay <= 0 && averaged) {
-    const double saved =
-        read_json_file((dir / "config.json").string()).value("train", json::object()).value("ema_decay", 0.0);
+    const double saved = saved_train(from).value("ema_decay", 0.0);
     throw Error(cat(from, " was trained with train.ema_decay=", saved, " (its model.safetensors is the average, ",
                     live, " the weights being trained): resume with --set train.ema_decay=", saved));
   }
@@ -83,7 +144,7 @@ void Trainer::restore_weights(const std::string& from) {
 // Rank 0 warns when checkpoint `from`, saved by `saved_world` processes, had another global batch.
 void Trainer::warn_if_global_batch_changed(const std::string& from, int64_t saved_world) const {
   if (saved_world == world() || rank() != 0) return;
-  const json saved = read_json_file((fs::path(from) / "config.json").string()).value("train", json::object());
+  const json saved = saved_train(from);
   const int64_t before = saved.value("per_device_train_batch_size", int64_t{0}) *
                          saved.value("gradient_accumulation_steps", int64_t{1}) * saved_world;
   const int64_t now = o_.per_device_train_batch_size * o_.gradient_accumulation_steps * world();
@@ -96,15 +157,22 @@ void Trainer::warn_if_global_batch_changed(const std::string& from, int64_t save
 }
 
 void Trainer::restore(const std::string& from) {
-  const json st = read_json_file((fs::path(from) / "trainer_state.json").string());
+  const std::string path = (fs::path(from) / "trainer_state.json").string();
+  const json st = read_json_file(path);
+  if (!st.is_object()) throw Error(cat(path, ": not a JSON object; put back the trainer_state.json this checkpoint was saved with"));
+  const StateFile file{st, path};
+  state_.step = file.count("global_step");
+  state_.epoch = file.count("epoch_index");
+  state_.index = file.count("batch_in_epoch");
+  state_.examples_seen = file.number("examples_seen", 0.0);
+  if (state_.examples_seen < 0) file.bad("examples_seen", "a number of 0 or more");
+  state_.best_value = file.number("best_metric", state_.best_value);
+  fs::path checkpoint = fs::path(from).lexically_normal();
+  if (!checkpoint.has_filename()) checkpoint = checkpoint.parent_path();
+  state_.best_checkpoint = file.best_checkpoint(checkpoint.parent_path().string(), state_.step);
+  state_.evals_without_improvement = file.count("evals_without_improvement", 0);
+  if (!st.contains("rng_state") || !st["rng_state"].is_object()) file.bad("rng_state", "an object");
   restore_weights(from);
-  state_.step = st.at("global_step");
-  state_.epoch = st.at("epoch_index");
-  state_.index = st.at("batch_in_epoch");
-  state_.examples_seen = st.value("examples_seen", 0.0);
-  if (st.contains("best_metric") && st["best_metric"].is_number()) state_.best_value = st["best_metric"];
-  state_.best_checkpoint = st.value("best_model_checkpoint", "");
-  state_.evals_without_improvement = st.value("evals_without_improvement", 0);
   const json& per_rank = st.contains("rng_state_per_rank") ? st["rng_state_per_rank"] : json::array();
   if (rank() > 0 && per_rank.size() != static_cast<size_t>(world()))
     throw Error(cat(from, " was saved by ", std::max<size_t>(1, per_rank.size()), " process(es); this run has ",

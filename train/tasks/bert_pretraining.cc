@@ -68,6 +68,9 @@ BertPretrainingTask::BertPretrainingTask(const json& config, const TaskContext& 
 
 void BertPretrainingTask::prepare_training(const std::string& /*output_dir*/) {
   if (items_->examples().size() == 0) throw Error("BERT pretraining: no examples (the task was loaded from a checkpoint)");
+  require_validation_split(items_->train_size() < static_cast<int64_t>(items_->examples().size()), "validation_fraction",
+                           data_.validation_fraction, cat("a share that holds out one example or more of the ",
+                                                          items_->examples().size()));
 }
 
 Batch BertPretrainingTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {

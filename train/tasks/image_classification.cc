@@ -17,7 +17,10 @@ ImageClassificationTask::ImageClassificationTask(const json& config, const TaskC
   dataset_.emplace(data_, data::ImageModelShape{o.num_channels, o.image_size, o.num_labels, o.labels});
 }
 
-void ImageClassificationTask::prepare_training(const std::string& /*output_dir*/) { dataset_->load_training(); }
+void ImageClassificationTask::prepare_training(const std::string& /*output_dir*/) {
+  require_validation_split(data_.validation_size > 0, "validation_size", data_.validation_size, "1 or more");
+  dataset_->load_training();
+}
 
 Batch ImageClassificationTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
   return dataset_->train_batch(indices, seed);

@@ -59,7 +59,11 @@ void LanguageModelingTask::open_stream(const std::string& output_dir) {
                    model_->options().vocab_size);
 }
 
-void LanguageModelingTask::prepare_training(const std::string& output_dir) { open_stream(output_dir); }
+void LanguageModelingTask::prepare_training(const std::string& output_dir) {
+  require_validation_split(data_.validation_fraction > 0, "validation_fraction", data_.validation_fraction,
+                           "a share above 0 (nanoGPT holds out 0.1)");
+  open_stream(output_dir);
+}
 
 int64_t LanguageModelingTask::num_train_examples() const { return windows_->train_size(); }
 
