@@ -21,11 +21,11 @@ struct Classifier::Impl {
 
   std::vector<std::vector<Label>> images(const std::vector<torch::Tensor>& decoded, int top_k) const {
     std::vector<std::vector<Label>> out;
-    for (size_t s = 0; s < decoded.size(); s += kRowsPerForward) {
-      const std::vector<torch::Tensor> part(decoded.begin() + s, decoded.begin() + std::min(decoded.size(), s + kRowsPerForward));
+    api::in_chunks(decoded.size(), kRowsPerForward, [&](size_t first, size_t last) {
+      const std::vector<torch::Tensor> part(decoded.begin() + first, decoded.begin() + last);
       for (auto& row : api::top_labels(image->probabilities(torch::stack(part)), image->label_names(), top_k))
         out.push_back(std::move(row));
-    }
+    });
     return out;
   }
   void need(bool image_model, const char* call) const {
@@ -56,11 +56,11 @@ std::vector<std::vector<Label>> Classifier::classify_texts(const std::vector<std
   api::check_not_blank(texts, "text");
   for (size_t i = 0; i < texts.size(); ++i) data::check_utf8(texts[i], cat("text ", i));
   std::vector<std::vector<Label>> out;
-  for (size_t s = 0; s < texts.size(); s += kRowsPerForward) {
-    const std::vector<std::string> part(texts.begin() + s, texts.begin() + std::min(texts.size(), s + kRowsPerForward));
+  api::in_chunks(texts.size(), kRowsPerForward, [&](size_t first, size_t last) {
+    const std::vector<std::string> part(texts.begin() + first, texts.begin() + last);
     for (auto& row : api::top_labels(impl_->text->probabilities(part), impl_->text->label_names(), top_k))
       out.push_back(std::move(row));
-  }
+  });
   return out;
 }
 

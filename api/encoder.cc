@@ -21,11 +21,10 @@ Encoder& Encoder::operator=(Encoder&&) noexcept = default;
 torch::Tensor Encoder::embed(const std::vector<std::string>& texts, Pooling pooling) const {
   api::check_not_blank(texts, "text");
   for (size_t i = 0; i < texts.size(); ++i) data::check_utf8(texts[i], cat("text ", i));
-  constexpr size_t kTextsPerForward = 32;
   std::vector<torch::Tensor> parts;
-  for (size_t s = 0; s < texts.size(); s += kTextsPerForward)
-    parts.push_back(impl_->encoder->embed({texts.begin() + s, texts.begin() + std::min(texts.size(), s + kTextsPerForward)},
-                                          pooling == Pooling::Mean));
+  api::in_chunks(texts.size(), 32, [&](size_t first, size_t last) {
+    parts.push_back(impl_->encoder->embed({texts.begin() + first, texts.begin() + last}, pooling == Pooling::Mean));
+  });
   return parts.empty() ? impl_->encoder->embed({}, true) : torch::cat(parts);
 }
 
