@@ -6,15 +6,14 @@
 #include <limits>
 #include <numeric>
 
+#include "api/generator_impl.h"
 #include "api/labels.h"
 #include "data/text.h"
-#include "models/sampling.h"
-#include "predict/text_generator.h"
 #include "predict/text_stream.h"
 
 namespace zoo {
 
-namespace {
+namespace api {
 
 void check_options(const GenerationOptions& o) {
   api::check_range<int64_t>("max_new_tokens", o.max_new_tokens, 0, 1000000);
@@ -40,77 +39,75 @@ models::SamplingOptions sampling_of(const GenerationOptions& o) {
   return s;
 }
 
-}  // namespace
+}  // namespace api
 
-struct Generator::Impl {
-  std::unique_ptr<TextGenerator> model;
-
-  // The prompt's ids, at most the context (keeping the end, with a warning on stderr).
-  std::vector<int64_t> prompt_ids(const std::string& text, size_t index) const {
-    std::vector<int64_t> ids = model->encode(text);
-    if (ids.empty()) throw Error(cat("prompt ", index, " encodes to no token; give it some text"));
-    const auto context = static_cast<size_t>(model->context_size());
-    if (ids.size() > context) {
-      std::cerr << "zoo: warning: prompt " << index << " has " << ids.size() << " tokens but the model's context is "
-                << context << "; keeping its last " << context << " tokens" << std::endl;
-      ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(context));
-    }
-    return ids;
+std::vector<int64_t> Generator::Impl::prompt_ids(const std::string& text, size_t index, std::string* warning) const {
+  std::vector<int64_t> ids = model->encode(text);
+  if (ids.empty()) throw Error(cat("prompt ", index, " encodes to no token; give it some text"));
+  const auto context = static_cast<size_t>(model->context_size());
+  if (ids.size() > context) {
+    const std::string message = cat("prompt ", index, " has ", ids.size(), " tokens but the model's context is ",
+                                    context, "; keeping its last ", context, " tokens");
+    if (warning) *warning = message;
+    else std::cerr << "zoo: warning: " << message << std::endl;
+    ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(context));
   }
+  return ids;
+}
 
-  models::GenerationOptions search_options(const GenerationOptions& o, int64_t first) const {
-    models::GenerationOptions g;
-    g.eos_id = model->eos_id() >= 0 ? model->eos_id() : std::numeric_limits<int64_t>::max();
-    g.max_new_tokens = o.max_new_tokens;
-    g.num_beams = o.beam_size;
-    g.bos_id = first;
-    return g;
-  }
+models::GenerationOptions Generator::Impl::search_options(const GenerationOptions& o, int64_t first) const {
+  models::GenerationOptions g;
+  g.eos_id = model->eos_id() >= 0 ? model->eos_id() : std::numeric_limits<int64_t>::max();
+  g.max_new_tokens = o.max_new_tokens;
+  g.num_beams = o.beam_size;
+  g.bos_id = first;
+  return g;
+}
 
-  // One batch of prompts (their indices `which` into `ids`), decoded together.
-  void decode(const std::vector<std::vector<int64_t>>& ids, const std::vector<size_t>& which,
-              const GenerationOptions& o, const GenerationCallback& on_text, std::vector<Generation>& out) const {
-    std::vector<std::vector<int64_t>> prompts;
-    std::vector<bool> cancelled(which.size(), false);  // its callback returned false: the prompt stops
-    std::vector<TextStream> streams;
-    streams.reserve(which.size());
-    for (size_t r = 0; r < which.size(); ++r) {
-      const size_t index = which[r];
-      prompts.push_back(ids[index]);
-      streams.emplace_back(*model, o.stop, [&on_text, &cancelled, r, index](const std::string& piece) {
-        if (on_text && !cancelled[r] && !on_text(index, piece)) cancelled[r] = true;
-      });
-    }
-    auto decoding = which.size() == 1 ? model->start_decoding(prompts[0], o.use_cache)
-                                      : model->start_decoding(prompts, o.use_cache);
-    const models::GenerationOptions g = search_options(o, decoding.first);
-    std::vector<models::Hypothesis> found;
-    if (o.beam_size > 1) {
-      models::RepetitionPenalty penalty(o.repetition_penalty, prompts[0]);
-      for (auto& best : models::beam_search(*decoding.model, std::move(decoding.state), g,
-                                            which.size() == 1 && o.repetition_penalty != 1.0 ? &penalty : nullptr))
-        found.push_back(best.at(0));
-      for (size_t r = 0; r < which.size(); ++r)
-        for (int64_t token : found[r].tokens)
-          if (!streams[r].add(token) || cancelled[r]) break;
-    } else {
-      found = models::sample_decode(*decoding.model, std::move(decoding.state), g, sampling_of(o),
-                                    which.size() == 1 ? prompts[0] : std::vector<int64_t>{}, nullptr,
-                                    [&](int64_t row, int64_t token) {
-                                      return streams[static_cast<size_t>(row)].add(token) &&
-                                             !cancelled[static_cast<size_t>(row)];
-                                    });
-    }
-    for (size_t r = 0; r < which.size(); ++r) {
-      if (!cancelled[r]) streams[r].finish();
-      Generation& gen = out[which[r]];
-      gen.text = streams[r].text();
-      gen.tokens = streams[r].tokens();
-      gen.logprob = found[r].log_prob;
-      gen.finish_reason = streams[r].stopped() || cancelled[r] || found[r].finished ? "stop" : "length";
-    }
+void Generator::Impl::decode(const std::vector<std::vector<int64_t>>& ids, const std::vector<size_t>& which,
+                           const GenerationOptions& o, const GenerationCallback& on_text,
+                           std::vector<Generation>& out) const {
+  std::vector<std::vector<int64_t>> prompts;
+  std::vector<bool> cancelled(which.size(), false);  // its callback returned false: the prompt stops
+  std::vector<TextStream> streams;
+  streams.reserve(which.size());
+  for (size_t r = 0; r < which.size(); ++r) {
+    const size_t index = which[r];
+    prompts.push_back(ids[index]);
+    streams.emplace_back(*model, o.stop, [&on_text, &cancelled, r, index](const std::string& piece) {
+      if (on_text && !cancelled[r] && !on_text(index, piece)) cancelled[r] = true;
+    });
   }
-};
+  auto decoding = which.size() == 1 ? model->start_decoding(prompts[0], o.use_cache)
+                                    : model->start_decoding(prompts, o.use_cache);
+  const models::GenerationOptions g = search_options(o, decoding.first);
+  std::vector<models::Hypothesis> found;
+  if (o.beam_size > 1) {
+    models::RepetitionPenalty penalty(o.repetition_penalty, prompts[0]);
+    for (auto& best : models::beam_search(*decoding.model, std::move(decoding.state), g,
+                                          which.size() == 1 && o.repetition_penalty != 1.0 ? &penalty : nullptr))
+      found.push_back(best.at(0));
+    for (size_t r = 0; r < which.size(); ++r)
+      for (int64_t token : found[r].tokens)
+        if (!streams[r].add(token) || cancelled[r]) break;
+  } else {
+    found = models::sample_decode(*decoding.model, std::move(decoding.state), g, api::sampling_of(o),
+                                  which.size() == 1 ? prompts[0] : std::vector<int64_t>{}, nullptr,
+                                  [&](int64_t row, int64_t token) {
+                                    return streams[static_cast<size_t>(row)].add(token) &&
+                                           !cancelled[static_cast<size_t>(row)];
+                                  });
+  }
+  for (size_t r = 0; r < which.size(); ++r) {
+    if (!cancelled[r]) streams[r].finish();
+    Generation& gen = out[which[r]];
+    gen.text = streams[r].text();
+    gen.tokens = streams[r].tokens();
+    gen.logprob = found[r].log_prob;
+    gen.prompt_tokens = static_cast<int64_t>(ids[which[r]].size());
+    gen.finish_reason = streams[r].stopped() || cancelled[r] || found[r].finished ? "stop" : "length";
+  }
+}
 
 Generator::Generator(const std::string& dir, torch::Device device) : impl_(std::make_unique<Impl>()) {
   impl_->model = load_text_generator(dir, device);
@@ -131,7 +128,7 @@ std::vector<Generation> Generator::generate(const std::vector<std::string>& prom
 
 std::vector<Generation> Generator::generate(const std::vector<std::string>& prompts, const GenerationOptions& options,
                                             const GenerationCallback& on_text) const {
-  check_options(options);
+  api::check_options(options);
   for (size_t i = 0; i < prompts.size(); ++i) {
     if (prompts[i].empty()) throw Error(cat("prompt ", i, " is empty; give it some text"));
     data::check_utf8(prompts[i], cat("prompt ", i));

@@ -92,6 +92,12 @@ void DecoderState::reorder(const torch::Tensor& indices) {
   }
 }
 
+std::vector<std::string> DecoderState::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, e] : entries_) out.push_back(name);
+  return out;
+}
+
 void DecoderState::select(const torch::Tensor& indices) {
   for (auto& [name, e] : entries_)
     e.value = e.value.index_select(e.batch_dim, indices.to(e.value.device()));

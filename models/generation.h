@@ -42,6 +42,8 @@ class DecoderState {
   /// The entry's tensor; throws zoo::Error when there is none.
   const torch::Tensor& get(const std::string& name) const;
   bool has(const std::string& name) const { return entries_.count(name) > 0; }
+  /// The entries' names, in order.
+  std::vector<std::string> names() const;
   /// Removes an entry (none: nothing happens).
   void erase(const std::string& name) { entries_.erase(name); }
   /// Number of rows (N); 0 for an empty state. Throws when entries disagree.

@@ -199,6 +199,66 @@ torch::Tensor GPT2Decoder::step(const torch::Tensor& prev_tokens, DecoderState& 
   return logits.select(1, -1).to(torch::kFloat).log_softmax(-1);
 }
 
+namespace {
+// Entry `name` of `state` (N, ..., t, ...) left-padded with `value` to `columns` along `dim`.
+torch::Tensor left_padded(const torch::Tensor& t, int64_t dim, int64_t columns, double value) {
+  const int64_t missing = columns - t.size(dim);
+  if (missing == 0) return t;
+  auto sizes = t.sizes().vec();
+  sizes[dim] = missing;
+  return torch::cat({torch::full(sizes, value, t.options()), t}, dim);
+}
+
+bool is_cache(const std::string& name) { return name.rfind("cache.", 0) == 0; }
+}  // namespace
+
+int64_t GPT2Decoder::columns(const DecoderState& state) { return state.has("tokens") ? state.get("tokens").size(1) : 0; }
+
+void GPT2Decoder::join(DecoderState& running, DecoderState added) {
+  if (running.rows() == 0) {
+    running = std::move(added);
+    return;
+  }
+  const int64_t columns = std::max(GPT2Decoder::columns(running), GPT2Decoder::columns(added));
+  // A row without padding has no mask: give it one of ones, so that both sides have it.
+  for (DecoderState* s : {&running, &added})
+    if (!s->has("mask") && columns > 0) s->set("mask", torch::ones_like(s->get("tokens")));
+  // A state with one token of history or none has no caches yet: zeros of the other's shape.
+  for (size_t layer = 0;; ++layer) {
+    const std::string k = cache_name(layer, 'k'), v = cache_name(layer, 'v');
+    if (!running.has(k) && !added.has(k)) break;
+    for (auto [from, to] : {std::pair{&running, &added}, std::pair{&added, &running}})
+      if (!to->has(k))
+        for (const auto& name : {k, v}) {
+          auto sizes = from->get(name).sizes().vec();
+          sizes[0] = to->rows(), sizes[2] = 0;
+          to->set(name, torch::zeros(sizes, from->get(name).options()));
+        }
+  }
+  DecoderState joined;  // every entry holds one column per token of history
+  for (const auto& name : running.names()) {
+    const int64_t dim = is_cache(name) ? 2 : 1;
+    joined.set(name, torch::cat({left_padded(running.get(name), dim, columns, 0),
+                                 left_padded(added.get(name), dim, columns, 0)},
+                                0));
+  }
+  running = std::move(joined);
+}
+
+void GPT2Decoder::trim(DecoderState& state) {
+  if (!state.has("mask") || state.rows() == 0) return;
+  const auto used = state.get("mask").to(torch::kBool).any(0);  // (t): a column some row uses
+  const int64_t t = used.size(0);
+  const int64_t first = t == 0 || !used.any().item<bool>() ? t : used.to(torch::kLong).argmax().item<int64_t>();
+  if (first == 0) return;
+  for (const auto& name : state.names()) {
+    const int64_t dim = is_cache(name) ? 2 : 1;
+    const auto& e = state.get(name);
+    state.set(name, e.narrow(dim, first, e.size(dim) - first));
+  }
+  if (state.get("mask").all().item<bool>()) state.erase("mask");
+}
+
 // --- Hugging Face layout ----------------------------------------------------------------
 
 namespace {

@@ -148,6 +148,15 @@ class GPT2Decoder : public StepModel {
   DecoderState start(const std::vector<std::vector<int64_t>>& prompts, int64_t pad_id);
   torch::Tensor step(const torch::Tensor& prev_tokens, DecoderState& state) override;
 
+  /// Continuous batching: appends the rows of `added` to `running` (both states of start(),
+  /// their "first" entries taken out by the caller), the shorter history left-padded (masked
+  /// tokens, zero keys and values), so that every row goes on decoding as it would alone.
+  static void join(DecoderState& running, DecoderState added);
+  /// Drops the history columns that are padding in every row (after rows have left).
+  static void trim(DecoderState& state);
+  /// Tokens of history the state holds (its columns, padding included).
+  static int64_t columns(const DecoderState& state);
+
  private:
   torch::Tensor prefill(const torch::Tensor& tokens, const torch::Tensor& mask, DecoderState& state);
   GPT2LMHeadModel model_;

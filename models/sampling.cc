@@ -47,16 +47,13 @@ void SamplingOptions::validate() const {
     throw Error(cat("sampling: repetition_penalty must be > 0 (1 = off), got ", repetition_penalty));
 }
 
-namespace {
-// The next token of every row from its processed scores (N, V).
-torch::Tensor choose(torch::Tensor scores, const SamplingOptions& o, at::Generator& gen) {
+torch::Tensor choose_next(torch::Tensor scores, const SamplingOptions& o, at::Generator& gen) {
   if (!o.do_sample) return scores.argmax(-1);
   scores = top_k_top_p_filtering(scores / o.temperature, o.top_k, o.top_p,
                                  -std::numeric_limits<double>::infinity(), o.min_tokens_to_keep);
   auto probs = torch::softmax(scores.to(torch::kCPU, torch::kDouble), -1);
   return torch::multinomial(probs, 1, /*replacement=*/false, gen).squeeze(1).to(scores.device());
 }
-}  // namespace
 
 std::vector<Hypothesis> sample_decode(StepModel& model, DecoderState state, const GenerationOptions& g,
                                       const SamplingOptions& o, const std::vector<int64_t>& context,
@@ -77,7 +74,7 @@ std::vector<Hypothesis> sample_decode(StepModel& model, DecoderState state, cons
     for (int64_t s : alive) prefixes.push_back(out[s].tokens);
     apply_repetition_penalty(scores, context, prefixes, o.repetition_penalty);
     if (constraint) constraint->apply(prefixes, scores);
-    auto next = choose(scores, o, gen);
+    auto next = choose_next(scores, o, gen);
     auto chosen = log_probs.gather(1, next.unsqueeze(1)).squeeze(1).to(torch::kCPU);
     auto next_cpu = next.to(torch::kCPU);
     std::vector<int64_t> keep;

@@ -69,6 +69,11 @@ struct SamplingOptions {
   void validate() const;
 };
 
+/// The next token of every row from its processed scores (N, V) (repetition penalty and
+/// constraints applied): the best, or with do_sample a draw from `gen` after the temperature
+/// and the top-k/top-p filter.
+torch::Tensor choose_next(torch::Tensor scores, const SamplingOptions& o, at::Generator& gen);
+
 /// Decodes every row of `state` on its own: each step the model's log-probabilities (as
 /// logits: a row's shift leaves temperature, top-k and top-p unchanged) get the repetition
 /// penalty (over `context` and the row's tokens), the constraint, the temperature and the

@@ -43,6 +43,11 @@ class GptTextGenerator : public TextGenerator {
     return d;
   }
 
+  void join(models::DecoderState& running, models::DecoderState added) const override {
+    models::GPT2Decoder::join(running, std::move(added));
+  }
+  void trim(models::DecoderState& state) const override { models::GPT2Decoder::trim(state); }
+
  private:
   models::GPT2LMHeadModel model_;
   std::unique_ptr<data::Tokenizer> tokenizer_;

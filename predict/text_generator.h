@@ -38,6 +38,11 @@ class TextGenerator {
   /// row decodes as it would alone (greedy and beam search give the same tokens). Each row's
   /// own last token is fed first; `first` is only the placeholder the searches need.
   virtual Decoding start_decoding(const std::vector<std::vector<int64_t>>& prompts, bool use_cache) = 0;
+  /// Continuous batching (zoo::GenerationBatch), on states of start_decoding with the key/value
+  /// cache whose "first" entries were taken out: appends `added`'s rows to `running`'s, each row
+  /// decoding on as it would alone; and drops the history only padding fills (after rows left).
+  virtual void join(models::DecoderState& running, models::DecoderState added) const = 0;
+  virtual void trim(models::DecoderState& state) const = 0;
 };
 
 /// The language model of `dir` (a zoo checkpoint of task language_modeling, or a Hugging Face

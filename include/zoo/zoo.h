@@ -46,6 +46,8 @@ struct Generation {
   std::vector<int64_t> tokens;   ///< its token ids
   std::string finish_reason;     ///< "stop" (end of text or a stop string) or "length"
   double logprob = 0;            ///< sum of the chosen tokens' log-probabilities
+  int64_t prompt_tokens = 0;     ///< tokens of the prompt the model read (after any cut)
+  std::vector<std::string> warnings;  ///< GenerationBatch: e.g. the prompt was cut to the context
 };
 
 /// Receives each prompt's text as it is produced; returning false stops that prompt.
@@ -66,6 +68,46 @@ class ZOO_API Generator {
   int64_t context_size() const;
   /// The prompt's token count (what `usage` counts).
   int64_t count_tokens(const std::string& text) const;
+
+  struct Impl;
+
+ private:
+  friend class GenerationBatch;
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- Continuous batching (what zoo serve runs) ----------------------------------------------
+
+/// One prompt of a GenerationBatch.
+struct GenerationRequest {
+  std::string prompt;
+  GenerationOptions options;    ///< beam_size 1 (sampling, or greedy); use_cache and batch_size are not read
+  bool truncate_prompt = true;  ///< a prompt longer than the context keeps its end (else an Error)
+  /// Receives the text as it is produced; returning false drops the row at once (its client left).
+  std::function<bool(const std::string& piece)> on_text;
+  /// Called once when the row ends by itself (not after on_text returned false).
+  std::function<void(Generation)> on_done;
+};
+
+/// Generations that join and leave a running batch between decoding steps (continuous
+/// batching): each step feeds one token to every row, the rows left-padded and masked, each with
+/// its own key/value cache, so that a row decodes as it would alone: greedy rows give
+/// Generator::generate's text, and a seeded row draws as it would alone. A row that reaches the
+/// context goes on from the last half of its window, as Generator does. Not thread-safe: one
+/// thread calls add() and step(); the Generator must outlive the batch.
+class ZOO_API GenerationBatch {
+ public:
+  explicit GenerationBatch(const Generator& generator);
+  ~GenerationBatch();
+  GenerationBatch(GenerationBatch&&) noexcept;
+  GenerationBatch& operator=(GenerationBatch&&) noexcept;
+  /// Checks the request and reads its prompt; its row decodes from the next step on. Throws
+  /// zoo::Error for a bad request (the batch is unchanged).
+  void add(GenerationRequest request);
+  /// One decoding step for every row; rows that end call on_done and leave.
+  void step();
+  /// Rows decoding.
+  size_t size() const;
 
   struct Impl;
 
