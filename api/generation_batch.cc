@@ -45,12 +45,22 @@ struct GenerationBatch::Impl {
     if (g.model->eos_id() >= 0) eos = g.model->eos_id();
   }
 
-  // A row's decoding state holding `tokens` (its last one fed at the next step), joined to the batch.
-  void join(const std::vector<int64_t>& tokens) {
-    auto decoding = generator.model->start_decoding(tokens, /*use_cache=*/true);
+  std::vector<std::unique_ptr<Row>> joining;  // added, or renewed, since the last step
+
+  // The joining rows' last in_window tokens (the last one fed at the next step) read in one
+  // left-padded forward, their states appended to the batch's.
+  void join_waiting() {
+    if (joining.empty()) return;
+    std::vector<std::vector<int64_t>> windows;
+    for (const auto& row : joining)
+      windows.emplace_back(row->history.end() - static_cast<std::ptrdiff_t>(row->in_window), row->history.end());
+    auto decoding = windows.size() == 1 ? generator.model->start_decoding(windows[0], /*use_cache=*/true)
+                                        : generator.model->start_decoding(windows, /*use_cache=*/true);
     decoding.state.erase("first");  // the batch feeds each row's last token itself
     if (!model) model = decoding.model;
     generator.model->join(state, std::move(decoding.state));
+    for (auto& row : joining) rows.push_back(std::move(row));
+    joining.clear();
   }
 
   // Keeps the rows for which keep(row) is true, in order; returns the others.
@@ -77,8 +87,7 @@ struct GenerationBatch::Impl {
     auto full = keep_rows([&](Row& row) { return row.in_window <= window; });
     for (auto& row : full) {
       row->in_window = std::max<size_t>(1, window / 2);
-      join({row->history.end() - static_cast<std::ptrdiff_t>(row->in_window), row->history.end()});
-      rows.push_back(std::move(row));
+      joining.push_back(std::move(row));
     }
   }
 
@@ -117,7 +126,7 @@ GenerationBatch::~GenerationBatch() = default;
 GenerationBatch::GenerationBatch(GenerationBatch&&) noexcept = default;
 GenerationBatch& GenerationBatch::operator=(GenerationBatch&&) noexcept = default;
 
-size_t GenerationBatch::size() const { return impl_->rows.size(); }
+size_t GenerationBatch::size() const { return impl_->rows.size() + impl_->joining.size(); }
 
 void GenerationBatch::add(GenerationRequest request) {
   const GenerationOptions& o = request.options;
@@ -149,15 +158,15 @@ void GenerationBatch::add(GenerationRequest request) {
     impl_->finish(*row, /*by_length=*/true);
     return;
   }
-  impl_->join(row->history);
-  impl_->rows.push_back(std::move(row));
+  impl_->joining.push_back(std::move(row));
 }
 
 void GenerationBatch::step() {
   Impl& b = *impl_;
-  if (b.rows.empty()) return;
   torch::NoGradGuard no_grad;
   b.renew_full_rows();
+  b.join_waiting();
+  if (b.rows.empty()) return;
   std::vector<int64_t> prev;
   for (const auto& row : b.rows) prev.push_back(row->history.back());
   const auto log_probs =

@@ -2,6 +2,7 @@
 // many in left-padded batches, each prompt's text streamed through TextStream.
 #include "zoo/zoo.h"
 
+#include <algorithm>
 #include <iostream>
 #include <limits>
 #include <numeric>
@@ -137,8 +138,14 @@ std::vector<Generation> Generator::generate(const std::vector<std::string>& prom
   std::vector<std::vector<int64_t>> ids;
   for (size_t i = 0; i < prompts.size(); ++i) ids.push_back(impl_->prompt_ids(prompts[i], i));
   std::vector<Generation> out(prompts.size());
-  // The repetition penalty reads each prompt's own text: one prompt at a time then.
-  const size_t batch = options.repetition_penalty != 1.0 ? 1 : static_cast<size_t>(options.batch_size);
+  // The repetition penalty reads each prompt's own text: one prompt at a time then. So too when a
+  // row may fill the context: the decoder then goes on from half the batch's window, whose width
+  // the batch's longest row sets, and a row would not continue as it does alone.
+  size_t longest = 0;
+  for (const auto& p : ids) longest = std::max(longest, p.size());
+  const bool fills = static_cast<int64_t>(longest) + options.max_new_tokens > impl_->model->context_size();
+  const size_t batch =
+      options.repetition_penalty != 1.0 || fills ? 1 : static_cast<size_t>(options.batch_size);
   std::vector<size_t> order(ids.size());  // by length, so that a batch holds little padding
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });

@@ -24,7 +24,7 @@ namespace {
 const std::map<std::string, int>& floors() {
   static const std::map<std::string, int> f{{"core", 0}, {"data", 1}, {"models", 1}, {"io", 2},
                                                     {"train", 3}, {"predict", 3}, {"api", 4},
-                                                    {"tools", 5}};
+                                                    {"serve", 5}, {"tools", 6}};
   return f;
 }
 
@@ -56,7 +56,7 @@ std::vector<std::string> layering_violations(const fs::path& root) {
         const bool sideways = it->second == floor;  // models <-> data, train <-> predict
         if (!upward && !sideways) continue;
         problems.push_back(file + ":" + std::to_string(n) + ": includes \"" + m[1].str() + "\": " + folder +
-                           "/ may include only floors below it (tools -> api -> train | predict -> io -> models | data -> core)" +
+                           "/ may include only floors below it (tools -> serve -> api -> train | predict -> io -> models | data -> core)" +
                            (sideways ? (floor == 1 ? "; models/ and data/ meet only above them (train/tasks/, predict/)"
                                                    : "; train/ and predict/ never include each other")
                                      : ""));

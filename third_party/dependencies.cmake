@@ -97,6 +97,20 @@ if(NOT SENTENCEPIECE_FOUND)
     INTERFACE_INCLUDE_DIRECTORIES ${SENTENCEPIECE_INCLUDE_DIR})
 endif()
 
+# --- cpp-httplib (zoo serve) ------------------------------------------------------
+if(PkgConfig_FOUND)
+  pkg_check_modules(HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+endif()
+if(HTTPLIB_FOUND)
+  add_library(zoo::httplib ALIAS PkgConfig::HTTPLIB)
+elseif(ZOO_FETCH_DEPS)
+  FetchContent_Declare(httplib GIT_REPOSITORY https://github.com/yhirose/cpp-httplib GIT_TAG v0.11.4)
+  FetchContent_MakeAvailable(httplib)
+  add_library(zoo::httplib ALIAS httplib)
+else()
+  zoo_missing("cpp-httplib" "libcpp-httplib-dev" "Or configure with -DZOO_FETCH_DEPS=ON.")
+endif()
+
 find_package(Threads REQUIRED)
 
 # --- zlib (gzip'd IDX files) ----------------------------------------------------

@@ -25,6 +25,8 @@ PACKAGES=(
   libtcmalloc-minimal4      # the zoo program's allocator: 2x the 512-token fine-tuning step (docs/results.md)
   libsentencepiece-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgloo-dev
   libicu-dev zlib1g-dev libstb-dev
+  libcpp-httplib-dev        # zoo serve's HTTP server
+  chromium-headless-shell nodejs   # zoo serve's tests: its page in a real browser, OpenAI's Node client
   dataset-fashion-mnist     # Fashion-MNIST IDX files in /usr/share/datasets/fashion-mnist
   python3-torch python3-numpy python3-nltk python3-sentencepiece python3-regex   # reference scripts used by the tests
   python3-pandas python3-tqdm   # document 000's BERT data preparation (tools/bench/bert_prep_bench.sh)

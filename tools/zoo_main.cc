@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   zoo::cli::setup_export(app, &exit_code);
   zoo::cli::setup_translate(app, &exit_code);
   zoo::cli::setup_generate(app, &exit_code);
+  zoo::cli::setup_serve(app, &exit_code);
   zoo::cli::setup_tokenizer(app, &exit_code);
   try {
     app.parse(argc, argv);

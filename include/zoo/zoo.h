@@ -101,8 +101,9 @@ class ZOO_API GenerationBatch {
   ~GenerationBatch();
   GenerationBatch(GenerationBatch&&) noexcept;
   GenerationBatch& operator=(GenerationBatch&&) noexcept;
-  /// Checks the request and reads its prompt; its row decodes from the next step on. Throws
-  /// zoo::Error for a bad request (the batch is unchanged).
+  /// Checks the request and encodes its prompt; its row joins at the next step(), which reads the
+  /// prompts added since the last step in one forward. Throws zoo::Error for a bad request (the
+  /// batch is unchanged).
   void add(GenerationRequest request);
   /// One decoding step for every row; rows that end call on_done and leave.
   void step();
@@ -204,6 +205,14 @@ class ZOO_API Encoder {
  private:
   std::unique_ptr<Impl> impl_;
 };
+
+// ---- Checkpoints --------------------------------------------------------------------------------
+
+/// The task of a zoo checkpoint or Hugging Face directory, from its config alone:
+/// "language_modeling" (Generator), "translation" (Translator), "text_classification" or
+/// "image_classification" (Classifier), "bert_pretraining" (Encoder). Throws zoo::Error naming
+/// the directory when it holds no model.
+ZOO_API std::string checkpoint_task(const std::string& dir);
 
 // ---- Training and evaluation -----------------------------------------------------------------
 
