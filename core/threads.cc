@@ -81,10 +81,12 @@ std::string openblas_core_override() {
   return "";
 }
 
-void use_startup_environment(char** argv) {
+void use_startup_environment(char** argv, const std::vector<std::pair<std::string, std::string>>& defaults) {
 #if defined(__linux__)
   if (argv == nullptr || argv[0] == nullptr) return;
   bool changed = false;
+  for (const auto& [name, value] : defaults)
+    if (!std::getenv(name.c_str())) changed |= setenv(name.c_str(), value.c_str(), 1) == 0;
   if (!std::getenv("OMP_WAIT_POLICY")) changed |= setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0;
   const std::string core = openblas_core_override();
   if (!core.empty()) changed |= setenv("OPENBLAS_CORETYPE", core.c_str(), 1) == 0;
@@ -94,7 +96,7 @@ void use_startup_environment(char** argv) {
   unsetenv("OMP_WAIT_POLICY");
   if (!core.empty()) unsetenv("OPENBLAS_CORETYPE");
 #else
-  (void)argv;
+  (void)argv, (void)defaults;
 #endif
 }
 

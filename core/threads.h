@@ -5,6 +5,8 @@
 // docs/results.md (Benchmarks).
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace zoo {
 
@@ -49,7 +51,9 @@ void configure_cpu_threads(int threads = 0);
 ///   single-threaded; passive, they sleep and both pools can use every core.
 /// - OPENBLAS_CORETYPE (see openblas_core_override): when OpenBLAS's CPU detection fails on a
 ///   CPU newer than it knows, it falls back to decades-old kernels.
-void use_startup_environment(char** argv);
+/// - `defaults`: more variables set when absent (the caller's: zoo serve limits tcmalloc's
+///   per-thread caches, read once when the program starts).
+void use_startup_environment(char** argv, const std::vector<std::pair<std::string, std::string>>& defaults = {});
 
 /// The OpenBLAS core to force when the loaded OpenBLAS detected a core weaker than this CPU
 /// supports: "SKYLAKEX" on an AVX-512 (F/BW/DQ/VL) CPU, "HASWELL" on an AVX2+FMA CPU, when
