@@ -8,6 +8,7 @@
 
 #include "api/labels.h"
 #include "data/text.h"
+#include "models/quantize.h"
 #include "models/sampling.h"
 #include "predict/text_generator.h"
 #include "predict/text_stream.h"
@@ -112,8 +113,10 @@ struct Generator::Impl {
   }
 };
 
-Generator::Generator(const std::string& dir, torch::Device device) : impl_(std::make_unique<Impl>()) {
-  impl_->model = load_text_generator(dir, device);
+Generator::Generator(const std::string& dir, torch::Device device, const LoadOptions& load)
+    : impl_(std::make_unique<Impl>()) {
+  models::check_quantize(load.quantize, device, "LoadOptions::quantize");
+  impl_->model = load_text_generator(dir, device, load.quantize);
 }
 Generator::~Generator() = default;
 Generator::Generator(Generator&&) noexcept = default;
