@@ -35,9 +35,19 @@ struct PackedInt8Linear {
 /// or lacks the ops, naming the build and the fix.
 PackedInt8Linear pack_int8(const torch::Tensor& weight, const torch::Tensor& bias = {}, const std::string& engine = "");
 
+/// Where linear_int8 computes: kAuto picks kLoops for products of at most
+/// $ZOO_INT8_SMALL_PRODUCT multiply-adds (rows x out x in; default 2^22: a decoding step's
+/// rows), else kEngine.
+enum class Int8Kernel {
+  kAuto,
+  kEngine,  ///< quantized::linear_dynamic (LibTorch 1.13's oneDNN: ~45 us a call whatever its size)
+  kLoops,   ///< the same arithmetic in zoo's vectorised loops (a few us for a 768 x 768 row)
+};
+
 /// x W^T + b with W int8: x (..., in) on the CPU, any float dtype (computed in fp32) -> (..., out) fp32.
-/// No gradient flows through it (inference only).
-torch::Tensor linear_int8(const torch::Tensor& x, const PackedInt8Linear& w);
+/// The input is quantized to uint8 with one scale over all its rows, as quantized::linear_dynamic
+/// does. No gradient flows through it (inference only).
+torch::Tensor linear_int8(const torch::Tensor& x, const PackedInt8Linear& w, Int8Kernel kernel = Int8Kernel::kAuto);
 
 /// The packed weight as a quantized tensor (qint8, per-row scales): what the engine multiplies with.
 torch::Tensor int8_weight(const PackedInt8Linear& w);
