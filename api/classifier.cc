@@ -4,6 +4,7 @@
 #include "api/labels.h"
 #include "data/image_file.h"
 #include "data/text.h"
+#include "models/quantize.h"
 #include "io/inference_model.h"
 #include "predict/image_classifier.h"
 #include "predict/text_classifier.h"
@@ -35,14 +36,16 @@ struct Classifier::Impl {
   }
 };
 
-Classifier::Classifier(const std::string& dir, torch::Device device) : impl_(std::make_unique<Impl>()) {
+Classifier::Classifier(const std::string& dir, torch::Device device, const LoadOptions& load)
+    : impl_(std::make_unique<Impl>()) {
+  models::check_quantize(load.quantize, device, "LoadOptions::quantize");
   impl_->dir = dir;
   const auto source = open_inference_source(dir);
   require_task(source, dir, {"text_classification", "image_classification"}, "zoo classify");
   if (source.task() == "text_classification")
-    impl_->text = load_text_classifier(source, device);
+    impl_->text = load_text_classifier(source, device, load.quantize);
   else
-    impl_->image = load_image_classifier(source, device);
+    impl_->image = load_image_classifier(source, device, load.quantize);
 }
 Classifier::~Classifier() = default;
 Classifier::Classifier(Classifier&&) noexcept = default;

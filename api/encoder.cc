@@ -3,6 +3,7 @@
 
 #include "api/labels.h"
 #include "data/text.h"
+#include "models/quantize.h"
 #include "predict/text_encoder.h"
 
 namespace zoo {
@@ -11,8 +12,10 @@ struct Encoder::Impl {
   std::unique_ptr<TextEncoder> encoder;
 };
 
-Encoder::Encoder(const std::string& dir, torch::Device device) : impl_(std::make_unique<Impl>()) {
-  impl_->encoder = load_text_encoder(dir, device);
+Encoder::Encoder(const std::string& dir, torch::Device device, const LoadOptions& load)
+    : impl_(std::make_unique<Impl>()) {
+  models::check_quantize(load.quantize, device, "LoadOptions::quantize");
+  impl_->encoder = load_text_encoder(dir, device, load.quantize);
 }
 Encoder::~Encoder() = default;
 Encoder::Encoder(Encoder&&) noexcept = default;

@@ -10,6 +10,7 @@
 #include "api/generator_impl.h"
 #include "api/labels.h"
 #include "data/text.h"
+#include "models/quantize.h"
 #include "predict/text_stream.h"
 
 namespace zoo {
@@ -110,8 +111,10 @@ void Generator::Impl::decode(const std::vector<std::vector<int64_t>>& ids, const
   }
 }
 
-Generator::Generator(const std::string& dir, torch::Device device) : impl_(std::make_unique<Impl>()) {
-  impl_->model = load_text_generator(dir, device);
+Generator::Generator(const std::string& dir, torch::Device device, const LoadOptions& load)
+    : impl_(std::make_unique<Impl>()) {
+  models::check_quantize(load.quantize, device, "LoadOptions::quantize");
+  impl_->model = load_text_generator(dir, device, load.quantize);
 }
 Generator::~Generator() = default;
 Generator::Generator(Generator&&) noexcept = default;

@@ -6,6 +6,7 @@
 #include "io/adapters.h"
 #include "io/checkpoint.h"
 #include "models/generation.h"
+#include "models/quantize.h"
 #include "train/device.h"
 #include "train/distributed.h"
 #include "train/launch_env.h"
@@ -84,11 +85,14 @@ void check_finite_losses(const Metrics& metrics, const std::string& checkpoint, 
 }  // namespace
 
 json evaluation_json(const std::string& checkpoint_dir, const std::string& split, const torch::Device& device,
-                     const std::vector<std::string>& overrides) {
+                     const std::vector<std::string>& overrides, const std::string& quantize) {
+  models::check_quantize(quantize, device);
   auto task = load_task(checkpoint_dir, overrides, device);
+  models::quantize_model(*task->model(), quantize);
   const auto train = read_options<TrainOptions>(task->config().at("train"), "train");
   const std::string which = split.empty() ? task->default_eval_split() : split;
-  const std::string precision = evaluation_precision(train.precision, device);
+  // int8 layers compute in fp32 around their integer products: no autocast with them.
+  const std::string precision = quantize.empty() ? evaluation_precision(train.precision, device) : "fp32";
   Metrics m;
   try {
     m = evaluate(*task, which, train.per_device_eval_batch_size, device, precision);
@@ -100,6 +104,7 @@ json evaluation_json(const std::string& checkpoint_dir, const std::string& split
   if (out.contains("examples")) out["examples"] = static_cast<int64_t>(m.at("examples"));
   out["split"] = which;
   out["precision"] = precision;
+  if (!quantize.empty()) out["quantize"] = quantize;
   return out;
 }
 

@@ -29,7 +29,9 @@ TrainResult run_training(const TrainRequest& request);
 /// TrainResult as zoo::train returns it: {"steps", "last_checkpoint", "best_checkpoint", "interrupted", "eval"}.
 json train_result_json(const TrainResult& result);
 /// zoo eval's line: the metrics of `split` ("" = the task's default), the split and the precision.
+/// `quantize` "int8": the model's linear layers quantized (models/quantize.h), the rest in fp32;
+/// the line then says "quantize": "int8".
 json evaluation_json(const std::string& checkpoint_dir, const std::string& split, const torch::Device& device,
-                     const std::vector<std::string>& overrides = {});
+                     const std::vector<std::string>& overrides = {}, const std::string& quantize = "");
 
 }  // namespace zoo::api

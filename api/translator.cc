@@ -5,6 +5,7 @@
 
 #include "api/labels.h"
 #include "data/text.h"
+#include "models/quantize.h"
 #include "models/generation.h"
 #include "predict/translator.h"
 
@@ -68,8 +69,10 @@ struct Translator::Impl {
   std::unique_ptr<SentenceTranslator> translator;
 };
 
-Translator::Translator(const std::string& dir, torch::Device device) : impl_(std::make_unique<Impl>()) {
-  impl_->translator = load_translator(dir, device);
+Translator::Translator(const std::string& dir, torch::Device device, const LoadOptions& load)
+    : impl_(std::make_unique<Impl>()) {
+  models::check_quantize(load.quantize, device, "LoadOptions::quantize");
+  impl_->translator = load_translator(dir, device, /*truncate=*/false, load.quantize);
 }
 Translator::~Translator() = default;
 Translator::Translator(Translator&&) noexcept = default;

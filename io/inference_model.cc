@@ -6,6 +6,7 @@
 #include "io/adapters.h"
 #include "io/checkpoint.h"
 #include "io/memory_budget.h"
+#include "models/quantize.h"
 #include "models/registry.h"
 
 namespace zoo {
@@ -17,13 +18,15 @@ void check_inference_memory(const json& config, const std::string& dir) {
 }
 
 std::shared_ptr<torch::nn::Module> load_inference_model(const std::string& dir, const json& config,
-                                                        const torch::Device& device) {
+                                                        const torch::Device& device, const std::string& quantize) {
+  models::check_quantize(quantize, device);
   check_inference_memory(config, dir);
   check_asset_fingerprints(dir);
   auto model = models::build_model(config.at("model"), config.value("task", std::string()));
   load_checkpoint_weights(*model, dir, config, /*merge=*/true);
   model->to(device);
   model->eval();
+  models::quantize_model(*model, quantize);
   return model;
 }
 

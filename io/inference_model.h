@@ -21,9 +21,10 @@ void check_inference_memory(const json& config, const std::string& dir);
 /// config's model (config.json of `dir`, as load_checkpoint_config() reads it) with the head
 /// of config's task: memory checked, the assets of `dir` checked against their fingerprints,
 /// built through the model registry, weights loaded strictly and LoRA adapters merged, on
-/// `device`, in eval mode.
+/// `device`, in eval mode; with `quantize` "int8" its linear layers quantized
+/// (models/quantize.h: CPU only, checked before anything is read).
 std::shared_ptr<torch::nn::Module> load_inference_model(const std::string& dir, const json& config,
-                                                        const torch::Device& device);
+                                                        const torch::Device& device, const std::string& quantize = "");
 
 /// What a predictor opens: the model directory of `given` (as model_dir() finds it) and its
 /// config (load_checkpoint_config()).

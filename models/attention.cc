@@ -160,11 +160,16 @@ void MultiHeadAttentionImpl::pretty_print(std::ostream& stream) const {
 
 torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const AttentionMask& mask, KVCache* cache) {
   const int64_t heads = options.num_heads();
-  auto projected = qkv ? linear(x, qkv).chunk(3, -1)
-                      : linear_rows(x, {query->weight, key->weight, value->weight},
-                                    {query->bias, key->bias, value->bias})
-                            .chunk(3, -1);  // 3 x (B, T, H)
-  if (!qkv) add_adapters(x, {query, key, value}, projected);
+  std::vector<torch::Tensor> projected;  // 3 x (B, T, H)
+  if (qkv) {
+    projected = linear(x, qkv).chunk(3, -1);
+  } else if (int8_weights(*query)) {  // quantized (models/quantize.h): each layer's int8 product
+    projected = {linear(x, query), linear(x, key), linear(x, value)};
+  } else {
+    projected = linear_rows(x, {query->weight, key->weight, value->weight}, {query->bias, key->bias, value->bias})
+                    .chunk(3, -1);
+    add_adapters(x, {query, key, value}, projected);
+  }
   auto q = split_heads(projected[0], heads), k = split_heads(projected[1], heads), v = split_heads(projected[2], heads);
   if (cache) {
     if (!cache->empty()) {
@@ -188,8 +193,13 @@ torch::Tensor MultiHeadAttentionImpl::cross(const torch::Tensor& x, const torch:
     v = cache->value;
   } else {
     TORCH_CHECK(memory.defined(), "cross-attention needs the memory (or a filled cache)");
-    auto kv = linear_rows(memory, {key->weight, value->weight}, {key->bias, value->bias}).chunk(2, -1);
-    add_adapters(memory, {key, value}, kv);
+    std::vector<torch::Tensor> kv;
+    if (int8_weights(*key)) {
+      kv = {linear(memory, key), linear(memory, value)};
+    } else {
+      kv = linear_rows(memory, {key->weight, value->weight}, {key->bias, value->bias}).chunk(2, -1);
+      add_adapters(memory, {key, value}, kv);
+    }
     k = split_heads(kv[0], heads);
     v = split_heads(kv[1], heads);
     if (cache) {

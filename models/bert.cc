@@ -6,6 +6,7 @@
 #include "models/kernels/cross_entropy.h"
 #include "models/kernels/dropout.h"
 #include "models/kernels/gelu.h"
+#include "models/kernels/linear.h"
 #include "models/module_path.h"
 #include "models/entry_helpers.h"
 
@@ -103,13 +104,15 @@ void BertModelImpl::init_weights(torch::nn::Module& owner) const {
   table.copy_(sinusoidal_positions(table.size(0), table.size(1)) * (o_.initializer_range * std::sqrt(2.0)));
 }
 
-torch::Tensor BertModelImpl::pool(const torch::Tensor& hidden) { return torch::tanh(pooler(hidden.select(1, 0))); }
+torch::Tensor BertModelImpl::pool(const torch::Tensor& hidden) {
+  return torch::tanh(apply_linear(pooler, hidden.select(1, 0)));
+}
 
 torch::Tensor BertModelImpl::pool_mean(const torch::Tensor& hidden, const torch::Tensor& attention_mask) {
-  if (!attention_mask.defined()) return torch::tanh(pooler(hidden.mean(1)));
+  if (!attention_mask.defined()) return torch::tanh(apply_linear(pooler, hidden.mean(1)));
   const auto keep = attention_mask.unsqueeze(-1).to(torch::kFloat);  // summed in fp32 under autocast too
   const auto mean = (hidden.to(torch::kFloat) * keep).sum(1) / keep.sum(1).clamp_min(1);
-  return torch::tanh(pooler(mean.to(hidden.scalar_type())));
+  return torch::tanh(apply_linear(pooler, mean.to(hidden.scalar_type())));
 }
 
 BertForPreTrainingImpl::BertForPreTrainingImpl(const BertOptions& o) : o_(o) {
@@ -125,9 +128,9 @@ BertPreTrainingOutput BertForPreTrainingImpl::forward(const torch::Tensor& input
                                                       const torch::Tensor& attention_mask, const torch::Tensor& selected,
                                                       int64_t position_offset, const torch::Tensor& labels) {
   auto hidden = bert(input_ids, token_type_ids, attention_mask, position_offset);
-  auto t = activation(o_.hidden_act, transform(selected.defined() ? hidden.index({selected}) : hidden));
+  auto t = activation(o_.hidden_act, apply_linear(transform, selected.defined() ? hidden.index({selected}) : hidden));
   t = transform_norm(t.to(hidden.scalar_type()));  // under autocast the dense gives bf16; the norm's weights are fp32
-  auto next = seq_relationship(bert->pool(hidden));
+  auto next = apply_linear(seq_relationship, bert->pool(hidden));
   const auto& words = bert->word_embeddings->weight;
   if (labels.defined()) return {torch::Tensor(), next, linear_cross_entropy(t, words, labels, 0, bias)};
   return {torch::nn::functional::linear(t, words, bias), next, torch::Tensor()};
@@ -145,7 +148,7 @@ torch::Tensor BertForSequenceClassificationImpl::forward(const torch::Tensor& in
   const auto hidden = bert(input_ids, token_type_ids, attention_mask);
   auto pooled = o_.classifier_pooling == "mean" ? bert->pool_mean(hidden, attention_mask) : bert->pool(hidden);
   pooled = apply_dropout(pooled, o_.hidden_dropout_prob, is_training());
-  return classifier(pooled);
+  return apply_linear(classifier, pooled);
 }
 
 void bert_from_hf_tensors(std::map<std::string, torch::Tensor>& tensors) {

@@ -104,10 +104,15 @@ void GPT2LMHeadModelImpl::reset_parameters() {
 torch::Tensor GPT2LMHeadModelImpl::forward(const torch::Tensor& input_ids, std::vector<KVCache>* caches,
                                            const torch::Tensor& attention_mask) {
   auto hidden = transformer(input_ids, caches, attention_mask);
+  if (const auto* q = int8_weights(*this)) return linear_int8(hidden, *q);  // quantized (models/quantize.h)
   return models::linear(hidden, transformer->wte->weight);  // tied output projection
 }
 
 torch::Tensor GPT2LMHeadModelImpl::loss(const torch::Tensor& input_ids, const torch::Tensor& labels) {
+  if (const auto* q = int8_weights(*this))  // quantized (models/quantize.h): evaluation only
+    return torch::nn::functional::cross_entropy(linear_int8(transformer(input_ids), *q).flatten(0, -2),
+                                                labels.flatten(),
+                                                torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
   return linear_cross_entropy(transformer(input_ids), transformer->wte->weight, labels);
 }
 

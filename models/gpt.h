@@ -27,6 +27,7 @@
 #include "models/attention.h"
 #include "models/blocks.h"
 #include "models/generation.h"
+#include "models/quantize.h"
 #include "models/recompute.h"
 
 namespace zoo::models {
@@ -109,7 +110,7 @@ class GPT2ModelImpl : public torch::nn::Module, public GradientCheckpointing {
 TORCH_MODULE(GPT2Model);
 
 /// The language model (Hugging Face's GPT2LMHeadModel).
-class GPT2LMHeadModelImpl : public torch::nn::Module {
+class GPT2LMHeadModelImpl : public torch::nn::Module, public SharedOutputWeight {
  public:
   explicit GPT2LMHeadModelImpl(const GPT2Options& o);
   /// input_ids (B, T) -> logits (B, T, vocab_size). See GPT2ModelImpl::forward for caches and
@@ -120,6 +121,8 @@ class GPT2LMHeadModelImpl : public torch::nn::Module {
   /// (B, T), the next tokens, computed with the output layer in one (linear_cross_entropy).
   torch::Tensor loss(const torch::Tensor& input_ids, const torch::Tensor& labels);
   const GPT2Options& options() const { return o_; }
+  /// The output projection's weight: the token embedding's (tied).
+  torch::Tensor shared_output_weight() const override { return transformer->wte->weight; }
   /// GPT-2's init: N(0, initializer_range), the residual projections (c_proj) with std
   /// initializer_range / sqrt(2 n_layer), zero biases, LayerNorm (1, 0).
   void reset_parameters();

@@ -81,7 +81,7 @@ std::tuple<torch::Tensor, torch::Tensor> Seq2SeqEncoderImpl::forward(const torch
     auto both = hidden.view({layers, 2, batch, h})
                     .permute({0, 2, 1, 3})
                     .reshape({layers, batch, 2 * h});  // (L, B, 2H)
-    hidden = torch::tanh(bridge(both));                // (L, B, H)
+    hidden = torch::tanh(apply_linear(bridge, both));  // (L, B, H)
   }
   return {outputs, hidden};
 }
@@ -109,8 +109,8 @@ Seq2SeqAttentionImpl::Seq2SeqAttentionImpl(const Seq2SeqOptions& o) : o_(o) {
 }
 
 torch::Tensor Seq2SeqAttentionImpl::keys(const torch::Tensor& values) {
-  if (o_.attention == "bahdanau") return W1(values);  // (B, S, A)
-  if (o_.attention == "general") return Wa(values);   // (B, S, H)
+  if (o_.attention == "bahdanau") return apply_linear(W1, values);  // (B, S, A)
+  if (o_.attention == "general") return apply_linear(Wa, values);   // (B, S, H)
   if (o_.attention == "concat")
     return F::linear(values,
                      Wa->weight.narrow(1, o_.units, o_.encoder_output_size()));  // (B, S, A)
@@ -124,10 +124,10 @@ std::tuple<torch::Tensor, torch::Tensor> Seq2SeqAttentionImpl::forward(const tor
   torch::Tensor score;  // (B, S)
   if (o_.attention == "bahdanau") {
     // V tanh(W1 values + W2 query), W1 values precomputed; broadcast over source positions.
-    score = V(torch::tanh(keys + W2(query).unsqueeze(1))).squeeze(-1);
+    score = apply_linear(V, torch::tanh(keys + apply_linear(W2, query).unsqueeze(1))).squeeze(-1);
   } else if (o_.attention == "concat") {
     auto q = F::linear(query, Wa->weight.narrow(1, 0, o_.units));  // (B, A)
-    score = va(torch::tanh(keys + q.unsqueeze(1))).squeeze(-1);
+    score = apply_linear(va, torch::tanh(keys + q.unsqueeze(1))).squeeze(-1);
   } else {  // dot, general: keys . query
     score = torch::bmm(keys, query.unsqueeze(2)).squeeze(2);
   }

@@ -40,6 +40,7 @@
 #include "core/options.h"
 #include "models/encoder_decoder.h"
 #include "models/generation.h"
+#include "models/kernels/linear.h"
 
 namespace zoo::models {
 
@@ -152,7 +153,7 @@ class Seq2SeqDecoderImpl : public torch::nn::Module {
                                                                const torch::Tensor& hidden,
                                                                const EncoderState& enc);
   /// The output layer: (..., H) -> logits (..., V).
-  torch::Tensor project(const torch::Tensor& output) { return fc(output); }
+  torch::Tensor project(const torch::Tensor& output) { return apply_linear(fc, output); }
   Seq2SeqAttention& attention_module() { return attention; }
 
  private:

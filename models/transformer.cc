@@ -189,7 +189,9 @@ torch::Tensor TransformerImpl::decode(const torch::Tensor& tgt_in, const torch::
 }
 
 torch::Tensor TransformerImpl::project(const torch::Tensor& hidden) {
-  auto logits = models::linear(hidden, lm_head ? lm_head->weight : target_embedding->weight);
+  const auto* shared = lm_head ? nullptr : int8_weights(*this);  // quantized (models/quantize.h)
+  auto logits = lm_head ? models::linear(hidden, lm_head)
+                        : shared ? linear_int8(hidden, *shared) : models::linear(hidden, target_embedding->weight);
   return logits + final_logits_bias;
 }
 

@@ -31,6 +31,7 @@
 #include "models/attention.h"
 #include "models/blocks.h"
 #include "models/encoder_decoder.h"
+#include "models/quantize.h"
 #include "models/recompute.h"
 
 namespace zoo::models {
@@ -132,7 +133,10 @@ TORCH_MODULE(TransformerDecoderLayer);
 
 /// The encoder-decoder (Hugging Face's MarianMTModel). Implements EncoderDecoder, so the
 /// translation task, the searches and `zoo translate` use it without naming it.
-class TransformerImpl : public torch::nn::Module, public EncoderDecoder, public GradientCheckpointing {
+class TransformerImpl : public torch::nn::Module,
+                        public EncoderDecoder,
+                        public GradientCheckpointing,
+                        public SharedOutputWeight {
  public:
   explicit TransformerImpl(const TransformerOptions& o);
 
@@ -145,6 +149,8 @@ class TransformerImpl : public torch::nn::Module, public EncoderDecoder, public 
                        std::vector<KVCache>* caches = nullptr, torch::Tensor* last_weights = nullptr);
   /// Hidden states -> logits over the target vocabulary.
   torch::Tensor project(const torch::Tensor& hidden);
+  /// The decoder's embedding when the output projection is tied to it, else undefined (lm_head).
+  torch::Tensor shared_output_weight() const override { return lm_head ? torch::Tensor() : target_embedding->weight; }
 
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in, double teacher_forcing_ratio = 1.0,
                         torch::Generator* generator = nullptr) override;

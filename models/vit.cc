@@ -4,6 +4,7 @@
 
 #include "models/entry_helpers.h"
 #include "models/kernels/dropout.h"
+#include "models/kernels/linear.h"
 
 namespace zoo::models {
 
@@ -108,7 +109,7 @@ void ViTForImageClassificationImpl::reset_parameters() {
 
 torch::Tensor ViTForImageClassificationImpl::forward(const torch::Tensor& pixel_values) {
   auto hidden = vit(pixel_values);                     // (B, P+1, H)
-  return classifier(hidden.select(1, 0));              // (B, num_labels)
+  return apply_linear(classifier, hidden.select(1, 0));  // (B, num_labels)
 }
 
 torch::Tensor ViTForImageClassificationImpl::predict(const torch::Tensor& pixel_values, bool mirror) {

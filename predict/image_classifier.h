@@ -34,8 +34,11 @@ class ImageClassifier {
 /// The image classifier of `dir` (a zoo checkpoint of task image_classification, or a Hugging
 /// Face ViT directory, whose preprocessor_config.json gives the normalisation) on `device`.
 /// Errors name the directory and what it holds instead.
-std::unique_ptr<ImageClassifier> load_image_classifier(const std::string& dir, const torch::Device& device);
+/// `quantize`: "" (fp32) or "int8" (models/quantize.h, CPU only).
+std::unique_ptr<ImageClassifier> load_image_classifier(const std::string& dir, const torch::Device& device,
+                                                       const std::string& quantize = "");
 /// The same from a directory already opened (its task must be image_classification).
-std::unique_ptr<ImageClassifier> load_image_classifier(const InferenceSource& opened, const torch::Device& device);
+std::unique_ptr<ImageClassifier> load_image_classifier(const InferenceSource& opened, const torch::Device& device,
+                                                       const std::string& quantize = "");
 
 }  // namespace zoo

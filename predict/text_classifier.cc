@@ -24,16 +24,19 @@ torch::Tensor TextClassifier::probabilities(const std::vector<std::string>& text
   return model_->forward(ids.to(device), {}, mask.to(device)).softmax(-1).to(torch::kCPU);
 }
 
-std::unique_ptr<TextClassifier> load_text_classifier(const std::string& given, const torch::Device& device) {
-  return load_text_classifier(open_inference_source(given, "text_classification", "zoo classify on texts"), device);
+std::unique_ptr<TextClassifier> load_text_classifier(const std::string& given, const torch::Device& device,
+                                                     const std::string& quantize) {
+  return load_text_classifier(open_inference_source(given, "text_classification", "zoo classify on texts"), device,
+                              quantize);
 }
 
-std::unique_ptr<TextClassifier> load_text_classifier(const InferenceSource& opened, const torch::Device& device) {
+std::unique_ptr<TextClassifier> load_text_classifier(const InferenceSource& opened, const torch::Device& device,
+                                                     const std::string& quantize) {
   require_task(opened, opened.dir, {"text_classification"}, "zoo classify on texts");
   const auto& [dir, config] = opened;
   const auto data = read_options<data::TextClassificationDataOptions>(config.value("data", json::object()), "data");
   models::BertForSequenceClassification model(std::dynamic_pointer_cast<models::BertForSequenceClassificationImpl>(
-      load_inference_model(dir, config, device)));  // the vocabulary's fingerprint checked too
+      load_inference_model(dir, config, device, quantize)));  // the vocabulary's fingerprint checked too
   const std::string source = (std::filesystem::path(dir) / "config.json").string();
   if (model.is_empty()) throw Error(cat(source, ": not a BERT sequence classifier"));
   data::ClassificationTextEncoder encoder(dir, data);

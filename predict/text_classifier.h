@@ -31,8 +31,11 @@ class TextClassifier {
 
 /// The text classifier of `dir` (a zoo checkpoint of task text_classification) on `device`.
 /// Errors name the directory and what it holds instead.
-std::unique_ptr<TextClassifier> load_text_classifier(const std::string& dir, const torch::Device& device);
+/// `quantize`: "" (fp32) or "int8" (models/quantize.h, CPU only).
+std::unique_ptr<TextClassifier> load_text_classifier(const std::string& dir, const torch::Device& device,
+                                                     const std::string& quantize = "");
 /// The same from a directory already opened (its task must be text_classification).
-std::unique_ptr<TextClassifier> load_text_classifier(const InferenceSource& opened, const torch::Device& device);
+std::unique_ptr<TextClassifier> load_text_classifier(const InferenceSource& opened, const torch::Device& device,
+                                                     const std::string& quantize = "");
 
 }  // namespace zoo

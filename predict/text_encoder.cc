@@ -52,10 +52,11 @@ models::BertModel bert_of(const std::shared_ptr<torch::nn::Module>& model) {
 }
 }  // namespace
 
-std::unique_ptr<TextEncoder> load_text_encoder(const std::string& given, const torch::Device& device) {
+std::unique_ptr<TextEncoder> load_text_encoder(const std::string& given, const torch::Device& device,
+                                               const std::string& quantize) {
   const InferenceSource source = open_inference_source(given);
   require_task(source, given, {"text_classification", "bert_pretraining"}, "zoo::Encoder (a BERT model)");
-  auto model = load_inference_model(source.dir, source.config, device);
+  auto model = load_inference_model(source.dir, source.config, device, quantize);
   models::BertModel bert = bert_of(model);
   if (bert.is_empty())
     throw Error(cat(source.dir, ": its model is not a BERT with a classification or pretraining head; zoo::Encoder "

@@ -34,6 +34,8 @@ class TextEncoder {
 /// The BERT body of `dir` (a zoo checkpoint of task text_classification or bert_pretraining,
 /// or such a Hugging Face directory) on `device`, with its tokenizer checked against the
 /// fingerprint it was trained with; a directory of another family is a zoo::Error naming it.
-std::unique_ptr<TextEncoder> load_text_encoder(const std::string& dir, const torch::Device& device);
+/// `quantize`: "" (fp32) or "int8" (models/quantize.h, CPU only).
+std::unique_ptr<TextEncoder> load_text_encoder(const std::string& dir, const torch::Device& device,
+                                               const std::string& quantize = "");
 
 }  // namespace zoo

@@ -67,12 +67,13 @@ std::unique_ptr<data::Tokenizer> checked_tokenizer(const std::string& dir, const
 
 }  // namespace
 
-std::unique_ptr<TextGenerator> load_text_generator(const std::string& given, const torch::Device& device) {
+std::unique_ptr<TextGenerator> load_text_generator(const std::string& given, const torch::Device& device,
+                                                   const std::string& quantize) {
   const auto [dir, config] = open_inference_source(given, "language_modeling", "zoo generate");
   const std::string source = (std::filesystem::path(dir) / "config.json").string();
   const std::string type = config.at("model").value("model_type", "");
   models::GPT2LMHeadModel model(
-      std::dynamic_pointer_cast<models::GPT2LMHeadModelImpl>(load_inference_model(dir, config, device)));
+      std::dynamic_pointer_cast<models::GPT2LMHeadModelImpl>(load_inference_model(dir, config, device, quantize)));
   if (model.is_empty()) throw Error(cat(source, ": model_type '", type, "' is not a GPT-2"));
   auto tokenizer = checked_tokenizer(dir, config);
   DataFacts facts = data::language_model_facts(*tokenizer);

@@ -50,6 +50,8 @@ class TextGenerator {
 /// the memory budget before it is built (unless its train.check_memory is false), weights loaded
 /// strictly, LoRA adapters merged, the tokenizer from the directory's files (each file the one
 /// the checkpoint was saved with) and checked against the fingerprint the model was trained with. Errors name the directory and the fix.
-std::unique_ptr<TextGenerator> load_text_generator(const std::string& dir, const torch::Device& device);
+/// `quantize`: "" (fp32) or "int8" (models/quantize.h, CPU only).
+std::unique_ptr<TextGenerator> load_text_generator(const std::string& dir, const torch::Device& device,
+                                                   const std::string& quantize = "");
 
 }  // namespace zoo

@@ -65,11 +65,12 @@ data::TranslationText load_translation_text(const std::string& dir, const json& 
   return text;
 }
 
-std::unique_ptr<SentenceTranslator> load_translator(const std::string& given, const torch::Device& device, bool truncate) {
+std::unique_ptr<SentenceTranslator> load_translator(const std::string& given, const torch::Device& device, bool truncate,
+                                                    const std::string& quantize) {
   auto [dir, config] = open_inference_source(given, "translation", "zoo translate");
   const json& section = config.at("model");
   if (truncate) config["data"]["truncate_source"] = true;
-  auto module = load_inference_model(dir, config, device);  // the assets' fingerprints checked too
+  auto module = load_inference_model(dir, config, device, quantize);  // the assets' fingerprints checked too
   auto model = std::dynamic_pointer_cast<models::EncoderDecoder>(module);
   if (!model) throw Error(cat(given, ": model_type '", section.value("model_type", ""), "' is not an encoder-decoder"));
   model->set_origin(dir);  // named if its output is not finite

@@ -61,8 +61,10 @@ class SentenceTranslator {
 /// directory with its SentencePiece files) on `device`: vocabularies and SentencePiece models
 /// checked against the model section and the fingerprints they were saved with. With
 /// `truncate`, sources longer than the model reads are cut (else they are errors naming the
-/// limit).
-std::unique_ptr<SentenceTranslator> load_translator(const std::string& dir, const torch::Device& device, bool truncate = false);
+/// limit). `quantize`: "" (fp32) or "int8" (models/quantize.h, CPU only).
+std::unique_ptr<SentenceTranslator> load_translator(const std::string& dir, const torch::Device& device,
+                                                    bool truncate = false,
+                                                    const std::string& quantize = "");
 /// The data side of a translation model directory: config's data section with both sides'
 /// tokenizers and vocabularies loaded from `dir` (sized by config's model section).
 data::TranslationText load_translation_text(const std::string& dir, const json& config);

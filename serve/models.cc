@@ -113,23 +113,25 @@ void Models::load() {
     m->name = name, m->dir = dir;
     const std::string task = checkpoint_task(dir);
     const auto start = std::chrono::steady_clock::now();
+    LoadOptions load;
+    load.quantize = options_.quantize;
     if (task == "language_modeling") {
       m->task = "completions";
-      m->generator = std::make_unique<Generator>(dir, options_.device);
+      m->generator = std::make_unique<Generator>(dir, options_.device, load);
       m->completions = std::make_unique<CompletionWorker>(*m->generator, name, options_.max_batch_size,
                                                           options_.max_queue, metrics_);
     } else if (task == "translation") {
       m->task = "translate";
-      m->translator = std::make_unique<Translator>(dir, options_.device);
+      m->translator = std::make_unique<Translator>(dir, options_.device, load);
       m->batches = batch_worker(*m, "translate");
     } else if (task == "text_classification" || task == "image_classification") {
       m->task = "classify";
-      m->classifier = std::make_unique<Classifier>(dir, options_.device);
+      m->classifier = std::make_unique<Classifier>(dir, options_.device, load);
       m->batches = batch_worker(*m, "classify");
-      if (task == "text_classification") m->encoder = std::make_unique<Encoder>(dir, options_.device);
+      if (task == "text_classification") m->encoder = std::make_unique<Encoder>(dir, options_.device, load);
     } else if (task == "bert_pretraining") {
       m->task = "embeddings";
-      m->encoder = std::make_unique<Encoder>(dir, options_.device);
+      m->encoder = std::make_unique<Encoder>(dir, options_.device, load);
     } else {
       throw Error(dir + ": a model for '" + task + "', which zoo serve does not answer for");
     }

@@ -24,6 +24,7 @@ struct ServeOptions {
   double drain_timeout = 30;    // seconds requests in flight may take after SIGTERM
   int64_t max_body_bytes = 8 << 20;
   int64_t gather_ms = 5;        // how long translation/classification/embedding requests gather
+  std::string quantize;         // "" or "int8" (LoadOptions::quantize)
 };
 
 class Server {

@@ -19,6 +19,7 @@ struct ClassifyArgs {
   std::string checkpoint;
   std::vector<std::string> files;
   std::string device = "auto";
+  std::string quantize;  // "" (fp32) or "int8"
   int64_t top_k = 1;
 };
 
@@ -69,7 +70,7 @@ int classify_texts(const Classifier& classifier, const ClassifyArgs& a) {
 
 int run_classify(const ClassifyArgs& a) {
   checked_checkpoint_dir(a.checkpoint);
-  const Classifier classifier(a.checkpoint, resolve_device(a.device));
+  const Classifier classifier(a.checkpoint, quantized_device(a.device, a.quantize), LoadOptions{a.quantize});
   if (classifier.kind() == "text") return classify_texts(classifier, a);
   if (a.files.empty()) throw Error("zoo classify: give the image files to classify");
   print_top(a.files, classifier.classify_images(a.files, static_cast<int>(a.top_k)));
@@ -86,6 +87,7 @@ void setup_classify(CLI::App& app, int* exit_code) {
   cmd->add_option("files", a->files, "image files, or text files (one text each); texts: stdin lines when none")
       ->check(CLI::ExistingFile);
   cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
+  add_quantize_option(cmd, &a->quantize);
   cmd->add_option("--top-k", a->top_k, "labels to print per file")->check(CLI::Range(1, 1000))->capture_default_str();
   cmd->callback([a, exit_code] { *exit_code = run_classify(*a); });
 }

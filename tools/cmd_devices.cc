@@ -1,6 +1,7 @@
 // zoo devices: what this machine and this LibTorch can run on.
 #include <iostream>
 
+#include "models/kernels/int8_linear.h"
 #include "tools/commands.h"
 #include "train/device.h"
 #include "train/precision.h"
@@ -15,6 +16,16 @@ void setup_devices(CLI::App& app, int* exit_code) {
     const std::string why = auto_precision_note(cpu);
     std::cout << "cpu train.precision=auto: " << resolve_precision("auto", cpu) << " ("
               << (why.empty() ? "no native bf16" : why) << ")\n";
+    std::string engines;
+    for (const auto& e : models::int8_engines()) engines += (engines.empty() ? "" : ", ") + e;
+    std::string used;
+    try {
+      used = models::int8_engine();
+    } catch (const Error& e) {  // a ZOO_INT8_ENGINE this build lacks
+      used = e.what();
+    }
+    std::cout << "quantized engines: " << (engines.empty() ? "none" : engines) << "; --quantize int8 uses "
+              << (used.empty() ? "none (unavailable with this LibTorch)" : used) << "\n";
     *exit_code = 0;
   });
 }

@@ -1,7 +1,7 @@
 // zoo generate --checkpoint DIR (--prompt TEXT | --prompt-file FILE | --prompts FILE)
 //              [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P]
 //              [--repetition-penalty R] [--beam N] [--greedy] [--seed S] [--stop STR]...
-//              [--batch-size B] [--no-cache] [--device D]
+//              [--batch-size B] [--no-cache] [--device D] [--quantize int8]
 // Continues the prompt with a language model and streams the text to stdout as the tokens
 // are produced (sampling and greedy; beam search prints its best hypothesis at the end).
 // --prompts FILE: one prompt per line, continued in batches of B (left-padded, so greedy and
@@ -50,6 +50,7 @@ struct GenerateArgs {
   std::vector<std::string> stop;
   bool no_cache = false;
   std::string device = "auto";
+  std::string quantize;  // "" (fp32) or "int8"
   std::set<std::string> given;  // the options on the command line (they win over generation_config.json)
 };
 
@@ -150,7 +151,7 @@ GenerationOptions options_of(const GenerateArgs& a) {
 
 // One prompt: the prompt, then the continuation as it is produced.
 int generate(const GenerateArgs& a, const std::string& text) {
-  const Generator generator(a.checkpoint, resolve_device(a.device));
+  const Generator generator(a.checkpoint, quantized_device(a.device, a.quantize), LoadOptions{a.quantize});
   std::cout << text << std::flush;
   generator.generate({text}, options_of(a), [](size_t, const std::string& piece) {
     std::cout << piece << std::flush;
@@ -163,7 +164,7 @@ int generate(const GenerateArgs& a, const std::string& text) {
 // --prompts FILE: one JSON line per prompt, in order.
 int generate_lines(const GenerateArgs& a) {
   const std::vector<std::string> lines = read_prompt_lines(a.prompts);
-  const Generator generator(a.checkpoint, resolve_device(a.device));
+  const Generator generator(a.checkpoint, quantized_device(a.device, a.quantize), LoadOptions{a.quantize});
   const auto generations = generator.generate(lines, options_of(a));
   for (size_t i = 0; i < lines.size(); ++i)
     std::cout << json{{"prompt", lines[i]}, {"completion", generations[i].text}}.dump(-1, ' ', false,
@@ -206,6 +207,7 @@ void setup_generate(CLI::App& app, int* exit_code) {
   cmd->add_option("--stop", a->stop, "stop when the text contains this string (repeatable)");
   cmd->add_flag("--no-cache", a->no_cache, "recompute the whole context every step (for comparison)");
   cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
+  add_quantize_option(cmd, &a->quantize);
   cmd->callback([a, cmd, exit_code] {
     for (const auto* option : cmd->get_options())
       if (option->count() > 0) a->given.insert(option->get_name());

@@ -28,6 +28,7 @@ struct ServeArgs {
   int64_t max_batch_size = 16, max_queue = 64, max_body_mib = 8, gather_ms = 5;
   double drain_timeout = 30;
   std::string api_key;
+  std::string quantize;
 };
 
 // "NAME=DIR", or "DIR" named after its folder (a checkpoint-N folder after the run's).
@@ -52,7 +53,8 @@ int run_serve(const ServeArgs& a) {
       throw Error(cat("zoo serve: two checkpoints are named '", name, "'; name them: --checkpoint NAME=DIR"));
     o.checkpoints.emplace_back(name, dir);
   }
-  o.host = a.host, o.port = a.port, o.device = resolve_device(a.device);
+  o.host = a.host, o.port = a.port, o.device = quantized_device(a.device, a.quantize);
+  o.quantize = a.quantize;
   o.max_batch_size = a.max_batch_size, o.max_queue = a.max_queue, o.drain_timeout = a.drain_timeout;
   o.max_body_bytes = a.max_body_mib << 20, o.gather_ms = a.gather_ms;
   o.api_key = a.api_key;
@@ -109,6 +111,7 @@ void setup_serve(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("--gather-ms", a->gather_ms, "how long translation/classification/embedding requests gather")
       ->check(CLI::Range(0, 1000))->capture_default_str();
+  add_quantize_option(cmd, &a->quantize);
   cmd->callback([a, exit_code] { *exit_code = run_serve(*a); });
 }
 

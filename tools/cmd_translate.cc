@@ -1,6 +1,6 @@
 // zoo translate --checkpoint DIR [--input FILE] [--beam N] [--max-length L]
 //               [--length-penalty A] [--constrain FILE] [--attention-out FILE.svg]
-//               [--batch-size B] [--device D]
+//               [--batch-size B] [--device D] [--quantize int8]
 // Reads Chinese sentences (one per line; stdin without --input) and prints one English
 // translation per line, in order; an empty input line gives an empty output line.
 #include <algorithm>
@@ -31,6 +31,7 @@ struct TranslateArgs {
   int64_t attention_head = -1;
   int64_t batch_size = 64;
   std::string device = "auto";
+  std::string quantize;  // "" (fp32) or "int8"
 };
 
 // Every line must be valid UTF-8; checked before any model work.
@@ -63,7 +64,7 @@ int run_translate(const TranslateArgs& a) {
   }
   check_lines(lines, input_name);
   checked_checkpoint_dir(a.checkpoint);
-  Translator translator(a.checkpoint, resolve_device(a.device));
+  Translator translator(a.checkpoint, quantized_device(a.device, a.quantize), LoadOptions{a.quantize});
   TranslationOptions options;
   options.beam_size = a.beam;
   options.max_length = a.max_length;
@@ -137,6 +138,7 @@ void setup_translate(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
+  add_quantize_option(cmd, &a->quantize);
   cmd->callback([a, exit_code] { *exit_code = run_translate(*a); });
 }
 

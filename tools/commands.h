@@ -25,4 +25,12 @@ void setup_serve(CLI::App& app, int* exit_code);
 /// Shared by the subcommands that load a checkpoint: validates the directory (io/checkpoint.h).
 using zoo::checked_checkpoint_dir;
 
+/// --quantize on the commands that load a model for inference (generate, translate, classify,
+/// eval); its value is checked by quantized_device().
+void add_quantize_option(CLI::App* cmd, std::string* quantize);
+/// The device a command loads its model on: --device resolved, except that with --quantize
+/// int8 "auto" is the CPU (int8 runs there only). Throws zoo::Error for an unknown --quantize,
+/// or int8 on another device (naming it).
+torch::Device quantized_device(const std::string& device, const std::string& quantize);
+
 }  // namespace zoo::cli

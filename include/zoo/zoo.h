@@ -24,6 +24,11 @@
 
 namespace zoo {
 
+/// How the predictors below load their model.
+struct LoadOptions {
+  std::string quantize;  ///< "" (fp32) or "int8" (CPU only)
+};
+
 // ---- Text generation (GPT checkpoints, Hugging Face GPT-2 directories) ----------------------
 
 struct GenerationOptions {
@@ -55,7 +60,7 @@ using GenerationCallback = std::function<bool(size_t prompt_index, const std::st
 
 class ZOO_API Generator {
  public:
-  explicit Generator(const std::string& dir, torch::Device device = torch::kCPU);
+  explicit Generator(const std::string& dir, torch::Device device = torch::kCPU, const LoadOptions& load = {});
   ~Generator();
   Generator(Generator&&) noexcept;
   Generator& operator=(Generator&&) noexcept;
@@ -141,7 +146,7 @@ struct Translation {
 
 class ZOO_API Translator {
  public:
-  explicit Translator(const std::string& dir, torch::Device device = torch::kCPU);
+  explicit Translator(const std::string& dir, torch::Device device = torch::kCPU, const LoadOptions& load = {});
   ~Translator();
   Translator(Translator&&) noexcept;
   Translator& operator=(Translator&&) noexcept;
@@ -167,7 +172,7 @@ struct Label {
 
 class ZOO_API Classifier {
  public:
-  explicit Classifier(const std::string& dir, torch::Device device = torch::kCPU);
+  explicit Classifier(const std::string& dir, torch::Device device = torch::kCPU, const LoadOptions& load = {});
   ~Classifier();
   Classifier(Classifier&&) noexcept;
   Classifier& operator=(Classifier&&) noexcept;
@@ -191,7 +196,7 @@ enum class Pooling { Mean, Cls };
 
 class ZOO_API Encoder {
  public:
-  explicit Encoder(const std::string& dir, torch::Device device = torch::kCPU);
+  explicit Encoder(const std::string& dir, torch::Device device = torch::kCPU, const LoadOptions& load = {});
   ~Encoder();
   Encoder(Encoder&&) noexcept;
   Encoder& operator=(Encoder&&) noexcept;

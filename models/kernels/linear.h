@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "models/lora.h"
+#include "models/quantize.h"
 
 namespace zoo::models {
 
@@ -57,11 +58,21 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
   return at::linear(x, weight, bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt);
 }
 
-/// A layer's product, plus its LoRA adapter when it has one (models/lora.h).
+/// A layer's product, plus its LoRA adapter when it has one (models/lora.h); with its int8
+/// copy when the model was quantized (models/quantize.h: the one place every model's linear
+/// layers consult it).
 inline torch::Tensor linear(const torch::Tensor& x, const torch::nn::Linear& layer) {
+  if (const auto* q = int8_weights(*layer)) return linear_int8(x, *q);
   auto y = linear(x, layer->weight, layer->bias);
   const auto delta = lora_delta(x, *layer);
   return delta.defined() ? y + delta : y;
+}
+
+/// layer(x), LibTorch's own Linear forward (the heads, BERT's pooler, the GRU model's layers),
+/// or the layer's int8 product when the model was quantized (models/quantize.h).
+inline torch::Tensor apply_linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
+  if (const auto* q = int8_weights(*layer)) return linear_int8(x, *q);
+  return torch::nn::functional::linear(x, layer->weight, layer->bias);  // LinearImpl::forward
 }
 
 }  // namespace zoo::models
