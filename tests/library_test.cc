@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "fixtures.h"
+#include "predictor_fixtures.h"
 #include "review_fixtures.h"
 #include "test_util.h"
 #include "translation_fixtures.h"
@@ -22,25 +23,8 @@ class Library : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new test::TempDir();
-    const test::TempDir& d = *dir_;
-    test::write_file(d / "text.txt", test::corpus());
-    test::tiny_config(d, {d / "text.txt"}, 20);
-    fs::create_directories(d / "mnist");
-    test::write_tiny_mnist(d / "mnist", 128, 32);
-    test::write_file(d / "vit.json", test::tiny_vit_config(d / "mnist"));
-    test::write_file(d / "pairs.txt", test::pair_file_text());
-    test::write_file(d / "mt.json", test::tiny_config(d / "pairs.txt", "", "transformer"));
-    const std::string root = test::write_reviews(d);
-    test::write_file(d / "cls.json", test::classifier_config(root, d / "vocab.txt"));
-    for (const std::string& args :
-         {"train --config " + (d / "config.json") + " --output-dir " + (d / "gpt"),
-          "train --config " + (d / "vit.json") + " --output-dir " + (d / "vit"),
-          "train --config " + (d / "mt.json") + " --output-dir " + (d / "mt"),
-          "train --config " + (d / "cls.json") + " --output-dir " + (d / "bert") +
-              " --set data.tokenizer=wordpiece --set train.max_steps=30 --set train.save_steps=30"}) {
-      const auto r = test::run_zoo(args);
-      ASSERT_EQ(r.exit_code, 0) << args << "\n" << r.output;
-    }
+    const std::string failed = test::train_tiny_predictors(*dir_, {"gpt", "vit", "mt", "bert"});
+    ASSERT_EQ(failed, "");
   }
   static void TearDownTestSuite() { delete dir_; }
   static std::string gpt() { return *dir_ / "gpt/checkpoint-20"; }
