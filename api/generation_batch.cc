@@ -94,11 +94,12 @@ struct GenerationBatch::Impl {
   // The next token of each row from the step's log-probabilities (N, V).
   std::vector<int64_t> choose(const torch::Tensor& log_probs) {
     std::vector<int64_t> next(rows.size());
-    const auto best = log_probs.argmax(-1).to(torch::kCPU);
+    const auto best_rows = log_probs.argmax(-1).to(torch::kCPU).contiguous();
+    const int64_t* best = best_rows.data_ptr<int64_t>();
     for (size_t r = 0; r < rows.size(); ++r) {
       Row& row = *rows[r];
       if (!row.sampling.do_sample && row.sampling.repetition_penalty == 1.0) {
-        next[r] = best[static_cast<int64_t>(r)].item<int64_t>();
+        next[r] = best[r];
         continue;
       }
       auto scores = log_probs.narrow(0, static_cast<int64_t>(r), 1).clone();
@@ -174,11 +175,12 @@ void GenerationBatch::step() {
   const std::vector<int64_t> next = b.choose(log_probs);
   const auto chosen = log_probs.gather(1, torch::tensor(next, torch::kLong).to(log_probs.device()).unsqueeze(1))
                           .squeeze(1)
-                          .to(torch::kCPU, torch::kDouble);
+                          .to(torch::kCPU, torch::kDouble)
+                          .contiguous();
   for (size_t r = 0; r < b.rows.size(); ++r) {
     Row& row = *b.rows[r];
     const int64_t token = next[r];
-    row.result.logprob += chosen[static_cast<int64_t>(r)].item<double>();
+    row.result.logprob += chosen.data_ptr<double>()[r];
     row.history.push_back(token);
     ++row.in_window;
     const bool more = row.stream->add(token) && !row.cancelled;

@@ -29,6 +29,13 @@ Metrics::Metrics()
     : seconds_bounds_{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
       batch_bounds_{1, 2, 4, 8, 16, 32, 64, 128, 256} {}
 
+Metrics::Histogram& Metrics::series(std::map<std::string, Histogram>& all, const std::string& key,
+                                    const std::vector<double>& bounds) {
+  auto [it, fresh] = all.try_emplace(key);
+  if (fresh) it->second = {bounds, std::vector<int64_t>(bounds.size() + 1), 0, 0};
+  return it->second;
+}
+
 void Metrics::Histogram::observe(double x) {
   size_t i = 0;
   while (i < bounds.size() && x > bounds[i]) ++i;
@@ -40,16 +47,12 @@ void Metrics::Histogram::observe(double x) {
 void Metrics::request_done(const std::string& route, int status, double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++requests_[{route, status}];
-  auto [it, fresh] = latency_.try_emplace(route);
-  if (fresh) it->second = {seconds_bounds_, std::vector<int64_t>(seconds_bounds_.size() + 1), 0, 0};
-  it->second.observe(seconds);
+  series(latency_, route, seconds_bounds_).observe(seconds);
 }
 
 void Metrics::batch(const std::string& model, int64_t rows) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto [it, fresh] = batch_.try_emplace(model);
-  if (fresh) it->second = {batch_bounds_, std::vector<int64_t>(batch_bounds_.size() + 1), 0, 0};
-  it->second.observe(static_cast<double>(rows));
+  series(batch_, model, batch_bounds_).observe(static_cast<double>(rows));
 }
 
 void Metrics::tokens(const std::string& model, int64_t count) {
@@ -59,9 +62,7 @@ void Metrics::tokens(const std::string& model, int64_t count) {
 
 void Metrics::first_token(const std::string& model, double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto [it, fresh] = first_token_.try_emplace(model);
-  if (fresh) it->second = {seconds_bounds_, std::vector<int64_t>(seconds_bounds_.size() + 1), 0, 0};
-  it->second.observe(seconds);
+  series(first_token_, model, seconds_bounds_).observe(seconds);
 }
 
 void Metrics::render_histogram(std::string& out, const std::string& name, const std::string& labels,

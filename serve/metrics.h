@@ -30,6 +30,9 @@ class Metrics {
     int64_t count = 0;
     void observe(double x);
   };
+  // all[key], made with `bounds` on first use.
+  static Histogram& series(std::map<std::string, Histogram>& all, const std::string& key,
+                           const std::vector<double>& bounds);
   static void render_histogram(std::string& out, const std::string& name, const std::string& labels,
                                const Histogram& h);
   mutable std::mutex mutex_;

@@ -149,11 +149,8 @@ CompletionRequest parse_completion(const json& body, int64_t context) {
   r.n = integer(body, "n", 1, 1, 16);
   if (r.n * static_cast<int64_t>(r.prompts.size()) > static_cast<int64_t>(kMaxInputs))
     throw invalid("n times the prompts is more than " + std::to_string(kMaxInputs) + " completions", "n");
-  if (const json* seed = find(body, "seed")) {
-    o.seed = integer(body, "seed", 0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
-    r.seeded = true;
-    (void)seed;
-  }
+  r.seeded = find(body, "seed") != nullptr;
+  o.seed = integer(body, "seed", 0, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   if (find(body, "stop")) {
     o.stop = strings(body, "stop", false);
     if (o.stop.size() > 4) throw invalid("stop has more than 4 strings", "stop");

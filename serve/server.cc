@@ -210,7 +210,7 @@ void Server::Impl::stream(const std::shared_ptr<CompletionJob>& job, const Compl
           }
         const bool done = job->remaining == 0 || job->error.has_value();
         const std::optional<ApiError> error = job->error;
-        const json usage = usage_of(*job);
+        const json usage = done && r.include_usage ? usage_of(*job) : json();
         lock.unlock();
         for (const auto& chunk : out)
           if (!send(chunk)) return job->cancel(), false;

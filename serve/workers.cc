@@ -187,6 +187,7 @@ void BatchWorker::stop() {
 void BatchWorker::run() {
   for (;;) {
     std::vector<std::shared_ptr<BatchJob>> group;
+    int64_t taken = 0;  // the group's inputs
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
@@ -201,7 +202,6 @@ void BatchWorker::run() {
       while (!stop_ && inputs() < max_inputs_ && wake_.wait_until(lock, until) != std::cv_status::timeout) {
       }
       const std::string key = pending_.front()->key;
-      int64_t taken = 0;
       for (auto it = pending_.begin(); it != pending_.end();) {
         const bool fits = group.empty() || taken + static_cast<int64_t>((*it)->inputs) <= max_inputs_;
         if ((*it)->key == key && fits) {
@@ -214,11 +214,7 @@ void BatchWorker::run() {
       }
       metrics_.queued -= static_cast<int64_t>(group.size());
     }
-    metrics_.batch(model_, [&] {
-      int64_t n = 0;
-      for (const auto& j : group) n += static_cast<int64_t>(j->inputs);
-      return n;
-    }());
+    metrics_.batch(model_, taken);
     try {
       run_(group);
     } catch (const std::exception&) {

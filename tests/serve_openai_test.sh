@@ -46,17 +46,7 @@ node -e 'const fs = require("fs"), [file, prompt, out] = process.argv.slice(1), 
 echo "ok: zoo generate --greedy continues \"$PROMPT\" with \"$(cat "$WORK/expected.txt")\""
 
 unset ZOO_API_KEY  # only --api-key below
-"$ZOO" serve --checkpoint "tiny=$CKPT" --port 0 --api-key sk-test --device cpu > "$WORK/serve.out" 2> "$WORK/serve.log" &
-SERVER=$!
-PORT=""
-for _ in $(seq 600); do
-  PORT=$(sed -n 's|.*zoo serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$WORK/serve.log" | head -n 1)
-  [ -n "$PORT" ] && break
-  kill -0 "$SERVER" 2> /dev/null || die "zoo serve exited before listening"
-  sleep 0.1
-done
-[ -n "$PORT" ] || die "zoo serve did not print 'zoo serve: listening on http://127.0.0.1:PORT' within 60 s"
-echo "ok: zoo serve listens on port $PORT"
+start_server --api-key sk-test
 
 node "$HERE/serve_openai_client.mjs" --npm-dir "$NPM_DIR" --url "http://127.0.0.1:$PORT" --api-key sk-test \
   --model tiny --prompt "$PROMPT" --expect-file "$WORK/expected.txt" || die "OpenAI's Node client against zoo serve"

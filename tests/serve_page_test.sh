@@ -33,17 +33,7 @@ node -e 'const fs = require("fs"); const j = JSON.parse(fs.readFileSync(process.
 echo "ok: zoo generate --greedy continues \"$PROMPT\" with \"$(cat "$WORK/expected.txt")\""
 
 unset ZOO_API_KEY  # the server would want it, and the page would have no key
-"$ZOO" serve --checkpoint "tiny=$CKPT" --port 0 --device cpu > "$WORK/serve.out" 2> "$WORK/serve.log" &
-SERVER=$!
-PORT=""
-for _ in $(seq 600); do
-  PORT=$(sed -n 's|.*zoo serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$WORK/serve.log" | head -n 1)
-  [ -n "$PORT" ] && break
-  kill -0 "$SERVER" 2> /dev/null || die "zoo serve exited before listening"
-  sleep 0.1
-done
-[ -n "$PORT" ] || die "zoo serve did not print 'zoo serve: listening on http://127.0.0.1:PORT' within 60 s"
-echo "ok: zoo serve listens on port $PORT"
+start_server
 
 # The server alone first (a clearer message when it, not the page, is wrong): the same text.
 node -e '

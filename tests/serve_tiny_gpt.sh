@@ -1,6 +1,7 @@
 # Sourced by the zoo serve tests (serve_page_test.sh, serve_openai_test.sh) with ZOO set: a work
 # folder removed at exit (with the server in SERVER stopped), die(), and a tiny character GPT
-# trained in seconds (CKPT) on a corpus of a few letters, so 20 steps learn something to continue.
+# trained in seconds (CKPT) on a corpus of a few letters, so 20 steps learn something to continue;
+# start_server [ARGS...] serves it as "tiny" on a free port (SERVER, PORT).
 WORK=$(mktemp -d)
 SERVER=""
 cleanup() {
@@ -32,3 +33,17 @@ EOF
 CKPT=$(ls -d "$WORK"/run/checkpoint-* 2> /dev/null | sort -t- -k2 -n | tail -n 1)
 [ -n "$CKPT" ] || die "zoo train saved no checkpoint"
 echo "ok: trained a tiny character GPT ($CKPT)"
+
+start_server() {
+  "$ZOO" serve --checkpoint "tiny=$CKPT" --port 0 --device cpu "$@" > "$WORK/serve.out" 2> "$WORK/serve.log" &
+  SERVER=$!
+  PORT=""
+  for _ in $(seq 600); do
+    PORT=$(sed -n 's|.*zoo serve: listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$WORK/serve.log" | head -n 1)
+    [ -n "$PORT" ] && break
+    kill -0 "$SERVER" 2> /dev/null || die "zoo serve exited before listening"
+    sleep 0.1
+  done
+  [ -n "$PORT" ] || die "zoo serve did not print 'zoo serve: listening on http://127.0.0.1:PORT' within 60 s"
+  echo "ok: zoo serve listens on port $PORT"
+}

@@ -32,31 +32,9 @@ done
 [ -z "$MT" ] || [ -f "$SENTENCES" ] || { echo "serve_bench.sh: --mt needs --sentences FILE" >&2; exit 2; }
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
-DATA=${ZOO_DATA_DIR:-$HOME/.local/share/zoo/data}
-TEXT="$DATA/tinyshakespeare/input.txt"
-[ -f "$TEXT" ] || { echo "serve_bench.sh: no $TEXT (tools/fetch_data.sh tinyshakespeare)" >&2; exit 1; }
-
-# 64 prompts: the first 64 lines of the text with 8 characters or more.
-awk 'length($0) >= 8 && n++ < 64' "$TEXT" > "$OUT/prompts.txt"
-"$ZOO" generate --checkpoint "$GPT" --prompts "$OUT/prompts.txt" --greedy --max-new-tokens "$TOKENS" \
-  > "$OUT/expect.jsonl" 2>/dev/null
-
-SERVER=""
-stop_server() { [ -z "$SERVER" ] || { kill -TERM "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; SERVER=""; }; }
-trap stop_server EXIT
-# start_server LOG ARGS...: starts zoo serve on a free port, sets SERVER and URL.
-start_server() {
-  local log=$1; shift
-  "$ZOO" serve --port 0 --device cpu "$@" 2> "$log" &
-  SERVER=$!
-  for _ in $(seq 600); do
-    URL=$(sed -n 's/^zoo serve: listening on \(http:[^ ]*\)$/\1/p' "$log")
-    [ -n "$URL" ] && return 0
-    kill -0 "$SERVER" 2>/dev/null || { cat "$log" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "serve_bench.sh: the server did not start (see $log)" >&2; exit 1
-}
+NAME=serve_bench.sh
+source tools/bench/serve_common.sh
+prompts_and_expected "$GPT" "$TOKENS"
 
 # run KIND B: one load run against a server with --max-batch-size B.
 run() {

@@ -22,23 +22,10 @@ done
 [ -n "$GPT" ] || { echo "serve_soak.sh: give --gpt DIR (a language-model checkpoint)" >&2; exit 2; }
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
-TEXT="${ZOO_DATA_DIR:-$HOME/.local/share/zoo/data}/tinyshakespeare/input.txt"
-[ -f "$TEXT" ] || { echo "serve_soak.sh: no $TEXT (tools/fetch_data.sh tinyshakespeare)" >&2; exit 1; }
-awk 'length($0) >= 8 && n++ < 64' "$TEXT" > "$OUT/prompts.txt"
-"$ZOO" generate --checkpoint "$GPT" --prompts "$OUT/prompts.txt" --greedy --max-new-tokens "$TOKENS" \
-  > "$OUT/expect.jsonl" 2>/dev/null
-
-"$ZOO" serve --port 0 --device cpu --checkpoint "gpt=$GPT" 2> "$OUT/server.log" &
-SERVER=$!
-trap 'kill -TERM $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
-URL=""
-for _ in $(seq 600); do
-  URL=$(sed -n 's/^zoo serve: listening on \(http:[^ ]*\)$/\1/p' "$OUT/server.log")
-  [ -n "$URL" ] && break
-  kill -0 "$SERVER" 2>/dev/null || { cat "$OUT/server.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$URL" ] || { echo "serve_soak.sh: the server did not start" >&2; exit 1; }
+NAME=serve_soak.sh
+source tools/bench/serve_common.sh
+prompts_and_expected "$GPT" "$TOKENS"
+start_server "$OUT/server.log" --checkpoint "gpt=$GPT"
 status=0
 node tools/bench/serve_load.mjs --url "$URL" --model gpt --clients 16 --requests "$REQUESTS" --max-tokens "$TOKENS" \
   --prompts "$OUT/prompts.txt" --expect "$OUT/expect.jsonl" --malformed-every 10 --rss-pid "$SERVER" \
