@@ -67,9 +67,14 @@ TrainResult run_training(const TrainRequest& r) {
 }
 
 json train_result_json(const TrainResult& result) {
-  return {{"steps", result.global_step},       {"last_checkpoint", result.last_checkpoint},
-          {"best_checkpoint", result.best_checkpoint}, {"interrupted", result.interrupted},
-          {"early_stopped", result.early_stopped},   {"eval", json(result.final_metrics)}};
+  json j = {{"steps", result.global_step},       {"last_checkpoint", result.last_checkpoint},
+            {"best_checkpoint", result.best_checkpoint}, {"interrupted", result.interrupted},
+            {"early_stopped", result.early_stopped},   {"eval", json(result.final_metrics)}};
+  if (!result.averaged_checkpoint.empty()) {
+    j["averaged_checkpoint"] = result.averaged_checkpoint;
+    j["averaged_eval"] = json(result.averaged_metrics);
+  }
+  return j;
 }
 
 namespace {

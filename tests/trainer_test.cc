@@ -8,6 +8,7 @@
 #include "train_fixtures.h"
 #include "models/vit.h"
 #include "io/checkpoint.h"
+#include "io/checkpoint_average.h"
 #include "train/collective.h"
 #include "train/device.h"
 #include "train/optimizers.h"
@@ -139,6 +140,55 @@ TEST(Trainer, WeightAverageCheckpointsAndResumesExactly) {
     EXPECT_NE(std::string(e.what()).find("without train.ema_decay"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(dir / "d/checkpoint-8/training_weights.safetensors"));
+}
+
+// train.average_checkpoints: checkpoint-averaged holds the element-wise mean of the newest N
+// checkpoints' weights (not the last one's), loads like any checkpoint, and is evaluated at
+// the end; a save_total_limit that cannot keep N is refused before training.
+TEST(Trainer, AveragedCheckpointIsTheMeanOfTheNewestFiles) {
+  test::TempDir dir;
+  json config = tiny_config(dir, R"(, "average_checkpoints": 3)");
+  config["train"]["save_steps"] = 2;  // checkpoints 2, 4, 6, 8: the newest three are 4, 6, 8
+  auto task = make_task(config);
+  const std::string run_dir = dir / "run", averaged = run_dir + "/" + kAveragedCheckpoint;
+  const TrainResult result = train(*task, TrainerArgs{config, "tiny.json", run_dir, torch::Device(torch::kCPU), ""});
+  ASSERT_EQ(result.averaged_checkpoint, averaged);
+  const auto mean = safetensors::load(averaged + "/model.safetensors").tensors;
+  std::vector<std::map<std::string, torch::Tensor>> files;
+  for (int step : {4, 6, 8}) 
+    files.push_back(safetensors::load(cat(run_dir, "/checkpoint-", step, "/model.safetensors")).tensors);
+  ASSERT_EQ(mean.size(), files[0].size());
+  for (const auto& [name, t] : mean) {
+    const auto expected = (files[0].at(name).to(torch::kFloat64) + files[1].at(name).to(torch::kFloat64) +
+                           files[2].at(name).to(torch::kFloat64)) / 3;
+    EXPECT_TRUE(torch::allclose(t.to(torch::kFloat64), expected, 0, 1e-7)) << name;
+  }
+  EXPECT_FALSE(torch::equal(mean.at("classifier.weight"), files[2].at("classifier.weight")));
+  EXPECT_EQ(read_json_file(averaged + "/averaged_from.json").at("steps"), json({4, 6, 8}));
+  EXPECT_FALSE(fs::exists(averaged + "/optimizer.pt"));
+  EXPECT_FALSE(fs::exists(averaged + "/trainer_state.json"));  // a model, not a point to resume from
+  // The evaluation reported is that of the averaged weights, as `zoo eval` sees them.
+  auto reloaded = load_task(averaged, {}, torch::Device(torch::kCPU));
+  const Metrics m = evaluate(*reloaded, "valid", 64, torch::Device(torch::kCPU));
+  ASSERT_TRUE(result.averaged_metrics.count("loss"));
+  EXPECT_NEAR(m.at("loss"), result.averaged_metrics.at("loss"), 1e-6);
+  EXPECT_NE(result.averaged_metrics.at("loss"), result.final_metrics.at("loss"));
+
+  json few = config;
+  few["train"]["save_total_limit"] = 2;
+  try {
+    auto t = make_task(few);
+    train(*t, TrainerArgs{few, "tiny.json", dir / "few", torch::Device(torch::kCPU), ""});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("train.save_total_limit to 0"), std::string::npos) << e.what();
+  }
+  try {
+    newest_checkpoints(run_dir, 5);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("4 checkpoint(s), 5 to average"), std::string::npos) << e.what();
+  }
 }
 
 // A task whose loss turns NaN at a given step.

@@ -21,6 +21,7 @@ void setup_translate(CLI::App& app, int* exit_code);
 void setup_generate(CLI::App& app, int* exit_code);
 void setup_tokenizer(CLI::App& app, int* exit_code);
 void setup_serve(CLI::App& app, int* exit_code);
+void setup_average(CLI::App& app, int* exit_code);
 
 /// Shared by the subcommands that load a checkpoint: validates the directory (io/checkpoint.h).
 using zoo::checked_checkpoint_dir;

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   zoo::cli::setup_eval(app, &exit_code);
   zoo::cli::setup_classify(app, &exit_code);
   zoo::cli::setup_export(app, &exit_code);
+  zoo::cli::setup_average(app, &exit_code);
   zoo::cli::setup_translate(app, &exit_code);
   zoo::cli::setup_generate(app, &exit_code);
   zoo::cli::setup_serve(app, &exit_code);

@@ -88,13 +88,13 @@ void TrainLogger::log_train(int64_t step, const json& values) {
   std::cerr << line << "\n" << std::flush;
 }
 
-void TrainLogger::log_eval(int64_t step, const std::string& split, const json& metrics) {
+void TrainLogger::log_eval(int64_t step, const std::string& split, const json& metrics, bool tensorboard) {
   json j = {{"type", "eval"}, {"split", split}, {"step", step}};
   j.update(metrics);
   write_jsonl(j);
   std::string text = cat("eval (", split, ") at step ", step, ":");
   for (auto it = metrics.begin(); it != metrics.end(); ++it) {
-    if (tb_ && it.value().is_number()) tb_->add_scalar("eval/" + it.key(), it.value().get<double>(), step);
+    if (tb_ && tensorboard && it.value().is_number()) tb_->add_scalar("eval/" + it.key(), it.value().get<double>(), step);
     text += cat(" ", it.key(), " ", it.value().dump());
   }
   message(text);

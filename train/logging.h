@@ -24,8 +24,10 @@ class TrainLogger {
   /// A logging event: {"type":"train","step":…,"loss":…,"lr":…,…} to every sink; the
   /// parts of the loss ("loss_mlm", ...) are shown beside the total.
   void log_train(int64_t step, const json& values);
-  /// An evaluation event: {"type":"eval","split":…,"step":…,<metrics>}.
-  void log_eval(int64_t step, const std::string& split, const json& metrics);
+  /// An evaluation event: {"type":"eval","split":…,"step":…,<metrics>}; TensorBoard's
+  /// eval/<metric> scalars too unless `tensorboard` is false (an evaluation of other weights
+  /// at the same step, such as the averaged checkpoint's).
+  void log_eval(int64_t step, const std::string& split, const json& metrics, bool tensorboard = true);
   /// A line for the user (clears the progress bar first).
   void message(const std::string& text);
   void flush();

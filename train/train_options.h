@@ -34,6 +34,7 @@ struct TrainOptions {
   int64_t eval_steps = 0;  // 0: evaluate at the end only
   int64_t save_steps = 500;  // 0: save at the end only
   int64_t save_total_limit = 2;  // 0: keep all
+  int64_t average_checkpoints = 0;  // at the end: the mean of the newest N checkpoints; 0 = off
   std::string metric_for_best_model;  // "" -> the task's default
   bool greater_is_better = false;  // ignored unless metric_for_best_model is set
   int64_t early_stopping_patience = 0;  // evaluations without improvement; 0 = off
@@ -86,6 +87,11 @@ struct TrainOptions {
     v("eval_steps", eval_steps, "evaluate every N steps (and at the end); 0 = end only", at_least(0));
     v("save_steps", save_steps, "checkpoint every N steps (and at the end); 0 = end only", at_least(0));
     v("save_total_limit", save_total_limit, "keep the newest N checkpoints (plus the best); 0 = all", at_least(0));
+    v("average_checkpoints", average_checkpoints,
+      "at the end, write the mean of the weights of the newest N checkpoints to OUTPUT/checkpoint-averaged and "
+      "evaluate it (Marian's and fairseq's checkpoint averaging; save_steps sets how far apart they are, and "
+      "save_total_limit must keep N: 0 or at least N); 0 = off",
+      at_least(0));
     v("metric_for_best_model", metric_for_best_model, "eval metric that picks the best checkpoint");
     v("greater_is_better", greater_is_better, "whether a larger metric_for_best_model is better");
     v("early_stopping_patience", early_stopping_patience, "stop after N evals without improvement; 0 = off",

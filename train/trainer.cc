@@ -32,6 +32,12 @@ bool improved(double value, double best, bool greater) { return greater ? value 
 
 Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(args)) {
   o_ = read_options<TrainOptions>(args_.config.at("train"), "train");
+  if (o_.average_checkpoints > 0 && o_.save_total_limit > 0 && o_.save_total_limit < o_.average_checkpoints)
+    throw Error(cat("config: train.average_checkpoints=", o_.average_checkpoints, " needs that many checkpoints, but "
+                    "train.save_total_limit=", o_.save_total_limit, " keeps fewer; set train.save_total_limit to 0 "
+                    "(all) or at least ", o_.average_checkpoints));
+  if (o_.average_checkpoints > 0 && !args_.config.at("train").value("lora", json()).is_null())
+    throw Error("config: train.average_checkpoints averages whole models, not LoRA adapters; drop one of the two");
   choose_precision();
   prepare_data();
   // The task's resolved config (it may add what it learnt from the data, e.g. vocabulary
@@ -366,6 +372,7 @@ TrainResult Trainer::run() {
     if (evaluate_save_or_stop(step.interrupted)) break;
   }
   if (args_.collective) check_replicas_agree();
+  if (!result_.interrupted && o_.average_checkpoints > 0) average_newest_checkpoints();
   if (log_) log_->flush();
   result_.global_step = state_.step;
   result_.best_checkpoint = state_.best_checkpoint;

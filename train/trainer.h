@@ -67,6 +67,8 @@ struct TrainResult {
   std::string last_checkpoint;
   std::string best_checkpoint;
   Metrics final_metrics;
+  std::string averaged_checkpoint;  // train.average_checkpoints: OUTPUT/checkpoint-averaged
+  Metrics averaged_metrics;         // and its metrics on the validation split
 };
 
 /// What a checkpoint's trainer_state.json records and resume restores.
@@ -141,6 +143,8 @@ class Trainer {
   // Evaluates on "valid" (with the weight average); returns whether the metric improved.
   bool evaluate(Metrics* metrics);
   void save(const Metrics* eval_metrics);
+  // train.average_checkpoints: the newest checkpoints' mean written and evaluated on "valid".
+  void average_newest_checkpoints();
   bool writer() const {
     return rank() == 0 && (!args_.hooks.is_writer || args_.hooks.is_writer());
   }

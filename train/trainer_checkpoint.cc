@@ -14,6 +14,7 @@
 #include "core/hash.h"
 #include "io/adapters.h"
 #include "io/checkpoint.h"
+#include "io/checkpoint_average.h"
 
 namespace fs = std::filesystem;
 
@@ -225,6 +226,26 @@ void Trainer::save(const Metrics* eval_metrics) {
   write_json_file(w.path("trainer_state.json"), st);
   result_.last_checkpoint = w.commit();
   rotate_checkpoints(args_.output_dir, o_.save_total_limit, state_.best_checkpoint);
+}
+
+void Trainer::average_newest_checkpoints() {
+  const std::string dir = (fs::path(args_.output_dir) / kAveragedCheckpoint).string();
+  if (writer()) {
+    const auto from = newest_checkpoints(args_.output_dir, o_.average_checkpoints);
+    average_checkpoints(from, args_.output_dir);
+    if (log_)
+      log_->message(cat("averaged the weights of ", from.size(), " checkpoints (", fs::path(from.front()).filename().string(),
+                        " to ", fs::path(from.back()).filename().string(), ") into ", dir));
+  }
+  if (args_.collective) {  // the others wait for the file
+    std::vector<double> barrier{1};
+    args_.collective->sum(barrier);
+  }
+  load_model(*model_, (fs::path(dir) / "model.safetensors").string(), model_type());
+  average_.reset();  // the averaged weights are the ones to evaluate
+  result_.averaged_checkpoint = dir;
+  result_.averaged_metrics = evaluate_split("valid");
+  if (log_) log_->log_eval(state_.step, "valid, checkpoint-averaged", json(result_.averaged_metrics), false);
 }
 
 std::string tensor_bytes(const torch::Tensor& t) {

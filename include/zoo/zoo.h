@@ -228,7 +228,8 @@ struct TrainProgress {
 using ProgressCallback = std::function<void(const TrainProgress&)>;
 
 /// What `zoo train --config FILE --output-dir DIR [--set K=V]...` does; returns the final
-/// metrics as JSON text ({"steps":…, "last_checkpoint":…, "eval":{…}}).
+/// metrics as JSON text ({"steps":…, "last_checkpoint":…, "eval":{…}}; with
+/// train.average_checkpoints also "averaged_checkpoint" and its "averaged_eval").
 ZOO_API std::string train(const std::string& config_file, const std::string& output_dir,
                           const std::vector<std::string>& overrides = {}, const ProgressCallback& progress = {});
 /// What `zoo eval --checkpoint DIR --split SPLIT` prints: the metrics as JSON text.
