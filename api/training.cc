@@ -127,8 +127,9 @@ std::string train(const std::string& config_file, const std::string& output_dir,
   return api::train_result_json(api::run_training(request)).dump();
 }
 
-std::string evaluate(const std::string& checkpoint_dir, const std::string& split, torch::Device device) {
-  return api::evaluation_json(checked_checkpoint_dir(checkpoint_dir), split, device).dump();
+std::string evaluate(const std::string& checkpoint_dir, const std::string& split, torch::Device device,
+                     const LoadOptions& load) {
+  return api::evaluation_json(checked_checkpoint_dir(checkpoint_dir), split, device, {}, load.quantize).dump();
 }
 
 }  // namespace zoo

@@ -312,6 +312,14 @@ TEST_F(Library, TrainAndEvaluateAsTheCommandLineDoes) {
   const auto cli = test::run(std::string(ZOO_BINARY) + " eval --checkpoint " + j.at("last_checkpoint").get<std::string>() +
                              " 2>/dev/null");
   EXPECT_EQ(nlohmann::json::parse(cli.output).at("loss"), metrics.at("loss"));
+  LoadOptions int8;
+  int8.quantize = "int8";
+  const auto quantized = nlohmann::json::parse(evaluate(j.at("last_checkpoint"), "", torch::kCPU, int8));
+  const auto cli_int8 = test::run(std::string(ZOO_BINARY) + " eval --quantize int8 --checkpoint " +
+                                  j.at("last_checkpoint").get<std::string>() + " 2>/dev/null");
+  EXPECT_EQ(quantized.at("quantize"), "int8");
+  EXPECT_EQ(nlohmann::json::parse(cli_int8.output).at("loss"), quantized.at("loss"));
+  EXPECT_NE(quantized.at("loss"), metrics.at("loss"));
   // A second call into the same folder is refused, as zoo train refuses it.
   EXPECT_THROW(train(*dir_ / "config.json", *dir_ / "lib-run", {"train.max_steps=6"}), Error);
 }

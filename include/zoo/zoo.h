@@ -232,9 +232,10 @@ using ProgressCallback = std::function<void(const TrainProgress&)>;
 /// train.average_checkpoints also "averaged_checkpoint" and its "averaged_eval").
 ZOO_API std::string train(const std::string& config_file, const std::string& output_dir,
                           const std::vector<std::string>& overrides = {}, const ProgressCallback& progress = {});
-/// What `zoo eval --checkpoint DIR --split SPLIT` prints: the metrics as JSON text.
+/// What `zoo eval --checkpoint DIR --split SPLIT [--quantize int8]` prints: the metrics as
+/// JSON text.
 ZOO_API std::string evaluate(const std::string& checkpoint_dir, const std::string& split = "",
-                             torch::Device device = torch::kCPU);
+                             torch::Device device = torch::kCPU, const LoadOptions& load = {});
 
 namespace detail {
 /// The installed package's SentencePiece helper program (zoo-spm), registered below.
