@@ -1,13 +1,15 @@
 // zoo::GenerationBatch: continuous batching. Rows join a running DecoderState between steps
 // (TextGenerator::join left-pads the shorter history), each row is chosen on its own (its
 // sampling settings and its own seeded generator, as a prompt alone draws), and rows that end
-// leave it (DecoderState::select, then TextGenerator::trim).
+// leave it (DecoderState::select, then TextGenerator::trim). The rows are spread over one
+// shard per intra-op thread, whose steps run side by side.
 #include "zoo/zoo.h"
 
 #include <algorithm>
 #include <limits>
 
 #include "api/generator_impl.h"
+#include "core/threads.h"
 #include "data/text.h"
 #include "predict/text_stream.h"
 
@@ -29,70 +31,88 @@ struct BatchRow {
   bool ended = false;
 };
 
+// The rows that decode together in one forward pass. A batch has one shard per intra-op
+// thread: on a CPU each shard's step runs on its own core, single-threaded, which for small
+// models beats spreading each of one big step's many small operations over the cores.
+struct BatchShard {
+  std::shared_ptr<models::StepModel> model;
+  models::DecoderState state;
+  std::vector<std::unique_ptr<BatchRow>> rows;     // in the state's row order
+  std::vector<std::unique_ptr<BatchRow>> joining;  // added, or renewed, since the last step
+  int64_t steps = 0;
+  std::vector<int64_t> next;   // the step's chosen token of each row
+  std::vector<double> chosen;  // and its log-probability
+
+  size_t size() const { return rows.size() + joining.size(); }
+};
+
 }  // namespace api
 
 using Row = api::BatchRow;
+using Shard = api::BatchShard;
 
 struct GenerationBatch::Impl {
   const Generator::Impl& generator;
-  std::shared_ptr<models::StepModel> model;
-  models::DecoderState state;
-  std::vector<std::unique_ptr<Row>> rows;  // in the state's row order
+  std::vector<Shard> shards;
   int64_t eos = std::numeric_limits<int64_t>::max();
-  int64_t steps = 0;
 
-  explicit Impl(const Generator::Impl& g) : generator(g) {
+  // One shard per intra-op thread on a CPU; on a GPU one batch.
+  explicit Impl(const Generator::Impl& g)
+      : generator(g), shards(g.device.is_cpu() ? static_cast<size_t>(std::max(1, at::get_num_threads())) : 1) {
     if (g.model->eos_id() >= 0) eos = g.model->eos_id();
   }
 
-  std::vector<std::unique_ptr<Row>> joining;  // added, or renewed, since the last step
+  Shard& emptiest() {
+    return *std::min_element(shards.begin(), shards.end(),
+                             [](const Shard& a, const Shard& b) { return a.size() < b.size(); });
+  }
 
   // The joining rows' last in_window tokens (the last one fed at the next step) read in one
-  // left-padded forward, their states appended to the batch's.
-  void join_waiting() {
-    if (joining.empty()) return;
+  // left-padded forward, their states appended to the shard's.
+  void join_waiting(Shard& s) const {
+    if (s.joining.empty()) return;
     std::vector<std::vector<int64_t>> windows;
-    for (const auto& row : joining)
+    for (const auto& row : s.joining)
       windows.emplace_back(row->history.end() - static_cast<std::ptrdiff_t>(row->in_window), row->history.end());
     auto decoding = windows.size() == 1 ? generator.model->start_decoding(windows[0], /*use_cache=*/true)
                                         : generator.model->start_decoding(windows, /*use_cache=*/true);
     decoding.state.erase("first");  // the batch feeds each row's last token itself
-    if (!model) model = decoding.model;
-    generator.model->join(state, std::move(decoding.state));
-    for (auto& row : joining) rows.push_back(std::move(row));
-    joining.clear();
+    if (!s.model) s.model = decoding.model;
+    generator.model->join(s.state, std::move(decoding.state));
+    for (auto& row : s.joining) s.rows.push_back(std::move(row));
+    s.joining.clear();
   }
 
-  // Keeps the rows for which keep(row) is true, in order; returns the others.
+  // Keeps the shard's rows for which keep(row) is true, in order; returns the others.
   template <class Keep>
-  std::vector<std::unique_ptr<Row>> keep_rows(Keep keep) {
+  std::vector<std::unique_ptr<Row>> keep_rows(Shard& s, Keep keep) const {
     std::vector<int64_t> kept;
     std::vector<std::unique_ptr<Row>> still, left;
-    for (size_t r = 0; r < rows.size(); ++r) {
-      if (keep(*rows[r])) kept.push_back(static_cast<int64_t>(r)), still.push_back(std::move(rows[r]));
-      else left.push_back(std::move(rows[r]));
+    for (size_t r = 0; r < s.rows.size(); ++r) {
+      if (keep(*s.rows[r])) kept.push_back(static_cast<int64_t>(r)), still.push_back(std::move(s.rows[r]));
+      else left.push_back(std::move(s.rows[r]));
     }
-    rows = std::move(still);
+    s.rows = std::move(still);
     if (left.empty()) return left;
-    if (rows.empty()) state = {};
-    else state.select(torch::tensor(kept, torch::kLong).to(state.device()));
-    if (!rows.empty()) generator.model->trim(state);
+    if (s.rows.empty()) s.state = {};
+    else s.state.select(torch::tensor(kept, torch::kLong).to(s.state.device()));
+    if (!s.rows.empty()) generator.model->trim(s.state);
     return left;
   }
 
   // A row whose history fills the context goes on from the last half of its window (as the
-  // decoder does for a prompt alone): it leaves the batch and joins again with that half.
-  void renew_full_rows() {
+  // decoder does for a prompt alone): it leaves the shard and joins again with that half.
+  void renew_full_rows(Shard& s) const {
     const auto window = static_cast<size_t>(generator.model->context_size());
-    auto full = keep_rows([&](Row& row) { return row.in_window <= window; });
+    auto full = keep_rows(s, [&](Row& row) { return row.in_window <= window; });
     for (auto& row : full) {
       row->in_window = std::max<size_t>(1, window / 2);
-      joining.push_back(std::move(row));
+      s.joining.push_back(std::move(row));
     }
   }
 
   // The next token of each row from the step's log-probabilities (N, V).
-  std::vector<int64_t> choose(const torch::Tensor& log_probs) {
+  std::vector<int64_t> choose(const std::vector<std::unique_ptr<Row>>& rows, const torch::Tensor& log_probs) const {
     std::vector<int64_t> next(rows.size());
     const auto best_rows = log_probs.argmax(-1).to(torch::kCPU).contiguous();
     const int64_t* best = best_rows.data_ptr<int64_t>();
@@ -111,6 +131,39 @@ struct GenerationBatch::Impl {
     return next;
   }
 
+  // The shard's step up to the chosen tokens (no callback: those run on the caller's thread).
+  void decode(Shard& s) const {
+    renew_full_rows(s);
+    join_waiting(s);
+    if (s.rows.empty()) return;
+    std::vector<int64_t> prev;
+    for (const auto& row : s.rows) prev.push_back(row->history.back());
+    const auto log_probs =
+        models::checked_step(*s.model, torch::tensor(prev, torch::kLong).to(s.state.device()), s.state, s.steps++);
+    s.next = choose(s.rows, log_probs);
+    const auto chosen = log_probs.gather(1, torch::tensor(s.next, torch::kLong).to(log_probs.device()).unsqueeze(1))
+                            .squeeze(1)
+                            .to(torch::kCPU, torch::kDouble)
+                            .contiguous();
+    s.chosen.assign(chosen.data_ptr<double>(), chosen.data_ptr<double>() + chosen.numel());
+  }
+
+  // The shard's chosen tokens given to their rows; rows that end leave.
+  void advance(Shard& s) {
+    for (size_t r = 0; r < s.rows.size(); ++r) {
+      Row& row = *s.rows[r];
+      const int64_t token = s.next[r];
+      row.result.logprob += s.chosen[r];
+      row.history.push_back(token);
+      ++row.in_window;
+      const bool more = row.stream->add(token) && !row.cancelled;
+      const bool length = static_cast<int64_t>(row.history.size() - row.prompt.size()) >= row.request.options.max_new_tokens;
+      if (token == eos || !more || row.cancelled) finish(row, false);
+      else if (length) finish(row, true);
+    }
+    keep_rows(s, [](Row& row) { return !row.ended; });
+  }
+
   void finish(Row& row, bool by_length) {
     row.ended = true;
     if (row.cancelled) return;
@@ -127,7 +180,11 @@ GenerationBatch::~GenerationBatch() = default;
 GenerationBatch::GenerationBatch(GenerationBatch&&) noexcept = default;
 GenerationBatch& GenerationBatch::operator=(GenerationBatch&&) noexcept = default;
 
-size_t GenerationBatch::size() const { return impl_->rows.size() + impl_->joining.size(); }
+size_t GenerationBatch::size() const {
+  size_t n = 0;
+  for (const auto& s : impl_->shards) n += s.size();
+  return n;
+}
 
 void GenerationBatch::add(GenerationRequest request) {
   const GenerationOptions& o = request.options;
@@ -159,36 +216,25 @@ void GenerationBatch::add(GenerationRequest request) {
     impl_->finish(*row, /*by_length=*/true);
     return;
   }
-  impl_->joining.push_back(std::move(row));
+  impl_->emptiest().joining.push_back(std::move(row));
 }
 
 void GenerationBatch::step() {
   Impl& b = *impl_;
   torch::NoGradGuard no_grad;
-  b.renew_full_rows();
-  b.join_waiting();
-  if (b.rows.empty()) return;
-  std::vector<int64_t> prev;
-  for (const auto& row : b.rows) prev.push_back(row->history.back());
-  const auto log_probs =
-      models::checked_step(*b.model, torch::tensor(prev, torch::kLong).to(b.state.device()), b.state, b.steps++);
-  const std::vector<int64_t> next = b.choose(log_probs);
-  const auto chosen = log_probs.gather(1, torch::tensor(next, torch::kLong).to(log_probs.device()).unsqueeze(1))
-                          .squeeze(1)
-                          .to(torch::kCPU, torch::kDouble)
-                          .contiguous();
-  for (size_t r = 0; r < b.rows.size(); ++r) {
-    Row& row = *b.rows[r];
-    const int64_t token = next[r];
-    row.result.logprob += chosen.data_ptr<double>()[r];
-    row.history.push_back(token);
-    ++row.in_window;
-    const bool more = row.stream->add(token) && !row.cancelled;
-    const bool length = static_cast<int64_t>(row.history.size() - row.prompt.size()) >= row.request.options.max_new_tokens;
-    if (token == b.eos || !more || row.cancelled) b.finish(row, false);
-    else if (length) b.finish(row, true);
+  std::vector<Shard*> busy;
+  for (auto& s : b.shards)
+    if (s.size() > 0) busy.push_back(&s);
+  if (busy.size() == 1) {
+    b.decode(*busy[0]);  // with every intra-op thread
+  } else if (busy.size() > 1) {
+    ScopedSingleThreadedBlas blas;  // each shard's products on its own core
+    at::parallel_for(0, static_cast<int64_t>(busy.size()), 1, [&](int64_t begin, int64_t end) {
+      torch::NoGradGuard no_grad_here;  // thread-local
+      for (int64_t i = begin; i < end; ++i) b.decode(*busy[static_cast<size_t>(i)]);
+    });
   }
-  b.keep_rows([](Row& row) { return !row.ended; });
+  for (Shard* s : busy) b.advance(*s);
 }
 
 }  // namespace zoo

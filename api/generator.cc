@@ -115,6 +115,7 @@ Generator::Generator(const std::string& dir, torch::Device device, const LoadOpt
     : impl_(std::make_unique<Impl>()) {
   models::check_quantize(load.quantize, device, "LoadOptions::quantize");
   impl_->model = load_text_generator(dir, device, load.quantize);
+  impl_->device = device;
 }
 Generator::~Generator() = default;
 Generator::Generator(Generator&&) noexcept = default;

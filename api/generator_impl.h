@@ -22,6 +22,7 @@ namespace zoo {
 
 struct Generator::Impl {
   std::unique_ptr<TextGenerator> model;
+  torch::Device device{torch::kCPU};  // where the model is
 
   /// The prompt's ids, at most the context: a longer prompt keeps its end, and `warning` (when
   /// given) receives the warning, else it goes to stderr.

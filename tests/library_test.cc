@@ -96,60 +96,67 @@ TEST_F(Library, GenerationBatchRowsDecodeAsTheyWouldAlone) {
   std::vector<Generation> alone;
   for (size_t i = 0; i < prompts.size(); ++i) alone.push_back(g.generate({prompts[i]}, i == 2 ? sampled : greedy)[0]);
 
-  GenerationBatch batch(g);
-  std::vector<Generation> done(prompts.size());
-  std::vector<std::string> streamed(prompts.size());
-  std::vector<int> finished(prompts.size(), 0);
-  int cancelled_pieces = 0;
-  auto request = [&](size_t i) {
-    GenerationRequest r;
-    r.prompt = prompts[i];
-    r.options = i == 2 ? sampled : greedy;
-    r.on_text = [&, i](const std::string& piece) { return streamed[i] += piece, true; };
-    r.on_done = [&, i](Generation gen) { done[i] = std::move(gen), ++finished[i]; };
-    return r;
-  };
-  GenerationRequest leaving = request(0);
-  leaving.on_text = [&](const std::string&) { return ++cancelled_pieces < 5; };
-  leaving.on_done = [&](Generation) { ADD_FAILURE() << "a row whose client left must not call on_done"; };
-  batch.add(request(0));
-  batch.add(std::move(leaving));
-  for (int step = 0; step < 200 && (batch.size() > 0 || step < 30); ++step) {
-    if (step == 3) batch.add(request(1));
-    if (step == 9) batch.add(request(2));
-    if (step == 20) batch.add(request(3));
-    batch.step();
+  // One shard (a GPU, or one thread) and two (each shard's step on its own core).
+  const int threads = at::get_num_threads();
+  for (int shards : {1, 2}) {
+    SCOPED_TRACE(cat(shards, " shard(s)"));
+    at::set_num_threads(shards);
+    GenerationBatch batch(g);
+    std::vector<Generation> done(prompts.size());
+    std::vector<std::string> streamed(prompts.size());
+    std::vector<int> finished(prompts.size(), 0);
+    int cancelled_pieces = 0;
+    auto request = [&](size_t i) {
+      GenerationRequest r;
+      r.prompt = prompts[i];
+      r.options = i == 2 ? sampled : greedy;
+      r.on_text = [&, i](const std::string& piece) { return streamed[i] += piece, true; };
+      r.on_done = [&, i](Generation gen) { done[i] = std::move(gen), ++finished[i]; };
+      return r;
+    };
+    GenerationRequest leaving = request(0);
+    leaving.on_text = [&](const std::string&) { return ++cancelled_pieces < 5; };
+    leaving.on_done = [&](Generation) { ADD_FAILURE() << "a row whose client left must not call on_done"; };
+    batch.add(request(0));
+    batch.add(std::move(leaving));
+    for (int step = 0; step < 200 && (batch.size() > 0 || step < 30); ++step) {
+      if (step == 3) batch.add(request(1));
+      if (step == 9) batch.add(request(2));
+      if (step == 20) batch.add(request(3));
+      batch.step();
+    }
+    EXPECT_EQ(batch.size(), 0u);
+    EXPECT_EQ(cancelled_pieces, 5);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(finished[i], 1) << "prompt " << i;
+      EXPECT_EQ(done[i].text, alone[i].text) << "prompt " << i;
+      EXPECT_EQ(done[i].tokens, alone[i].tokens) << "prompt " << i;
+      EXPECT_EQ(streamed[i], done[i].text) << "prompt " << i;
+      EXPECT_EQ(done[i].finish_reason, alone[i].finish_reason) << "prompt " << i;
+      EXPECT_NEAR(done[i].logprob, alone[i].logprob, 1e-3) << "prompt " << i;
+      EXPECT_EQ(done[i].prompt_tokens, g.count_tokens(prompts[i]));
+    }
+    // Bad requests are errors, and leave the batch as it was.
+    GenerationRequest beam = request(0);
+    beam.options.beam_size = 2;
+    EXPECT_THROW(batch.add(beam), Error);
+    GenerationRequest empty = request(0);
+    empty.prompt = "";
+    EXPECT_THROW(batch.add(empty), Error);
+    GenerationRequest too_long = request(0);
+    too_long.prompt = std::string(100, 'a');
+    too_long.truncate_prompt = false;
+    EXPECT_THROW(batch.add(too_long), Error);
+    EXPECT_EQ(batch.size(), 0u);
+    too_long.truncate_prompt = true;
+    too_long.options.max_new_tokens = 2;
+    batch.add(too_long);
+    while (batch.size() > 0) batch.step();
+    ASSERT_EQ(done[0].warnings.size(), 1u);
+    EXPECT_NE(done[0].warnings[0].find("keeping its last 32"), std::string::npos) << done[0].warnings[0];
+    EXPECT_EQ(done[0].prompt_tokens, 32);
+    at::set_num_threads(threads);
   }
-  EXPECT_EQ(batch.size(), 0u);
-  EXPECT_EQ(cancelled_pieces, 5);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(finished[i], 1) << "prompt " << i;
-    EXPECT_EQ(done[i].text, alone[i].text) << "prompt " << i;
-    EXPECT_EQ(done[i].tokens, alone[i].tokens) << "prompt " << i;
-    EXPECT_EQ(streamed[i], done[i].text) << "prompt " << i;
-    EXPECT_EQ(done[i].finish_reason, alone[i].finish_reason) << "prompt " << i;
-    EXPECT_NEAR(done[i].logprob, alone[i].logprob, 1e-3) << "prompt " << i;
-    EXPECT_EQ(done[i].prompt_tokens, g.count_tokens(prompts[i]));
-  }
-  // Bad requests are errors, and leave the batch as it was.
-  GenerationRequest beam = request(0);
-  beam.options.beam_size = 2;
-  EXPECT_THROW(batch.add(beam), Error);
-  GenerationRequest empty = request(0);
-  empty.prompt = "";
-  EXPECT_THROW(batch.add(empty), Error);
-  GenerationRequest too_long = request(0);
-  too_long.prompt = std::string(100, 'a');
-  too_long.truncate_prompt = false;
-  EXPECT_THROW(batch.add(too_long), Error);
-  EXPECT_EQ(batch.size(), 0u);
-  too_long.truncate_prompt = true;
-  too_long.options.max_new_tokens = 2;
-  batch.add(too_long);
-  while (batch.size() > 0) batch.step();
-  ASSERT_EQ(done[0].warnings.size(), 1u);
-  EXPECT_NE(done[0].warnings[0].find("keeping its last 32"), std::string::npos) << done[0].warnings[0];
-  EXPECT_EQ(done[0].prompt_tokens, 32);
 }
 
 TEST_F(Library, TranslatorGivesTheCommandLinesTranslations) {

@@ -98,8 +98,10 @@ struct GenerationRequest {
 /// batching): each step feeds one token to every row, the rows left-padded and masked, each with
 /// its own key/value cache, so that a row decodes as it would alone: greedy rows give
 /// Generator::generate's text, and a seeded row draws as it would alone. A row that reaches the
-/// context goes on from the last half of its window, as Generator does. Not thread-safe: one
-/// thread calls add() and step(); the Generator must outlive the batch.
+/// context goes on from the last half of its window, as Generator does. On a CPU the rows are
+/// spread over one shard per intra-op thread (at::get_num_threads() when the batch is made),
+/// whose forward passes run side by side, each on one core. Not thread-safe: one thread calls
+/// add() and step() (the callbacks run on it); the Generator must outlive the batch.
 class ZOO_API GenerationBatch {
  public:
   explicit GenerationBatch(const Generator& generator);
