@@ -20,9 +20,12 @@
 //   mt-encoder    the Transformer's encoder over every batch src_0.. (writes the states)
 //   mt-translate  models::generate, beam 4, max length 50, length penalty 1, over every batch,
 //                 as zoo translate does per batch; writes the tokens, one row per sentence
+//   mt-sources    no timing: the source sentences of the text file --inputs as ids (zoo
+//                 translate's text side of the checkpoint), one line each, written to --out
 // --profile: a Chrome trace of the timed runs (LibTorch's profiler), for
 // `infer_bench.py profile-table`.
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <limits>
 
@@ -40,6 +43,8 @@
 #include "models/gpt.h"
 #include "models/sampling.h"
 #include "models/transformer.h"
+#include "data/text.h"
+#include "predict/translator.h"
 #include "tools/bench/bench_util.h"
 
 namespace {
@@ -90,7 +95,7 @@ int main(int argc, char** argv) {
   int64_t threads = 2, warmup = 1, repeat = 3;
   CLI::App app{"zoo inference rows (tools/bench/infer_bench.sh)"};
   app.add_option("--row", row)->required()->check(
-      CLI::IsMember({"gpt-prefill", "gpt-gen", "bert", "mt-encoder", "mt-translate"}));
+      CLI::IsMember({"gpt-prefill", "gpt-gen", "bert", "mt-encoder", "mt-translate", "mt-sources"}));
   app.add_option("--model", dir, "checkpoint directory")->required();
   app.add_option("--inputs", inputs_path, "safetensors of infer_bench.py inputs")->required();
   app.add_flag("--int8", int8, "--quantize int8");
@@ -104,6 +109,22 @@ int main(int argc, char** argv) {
   try {
     const auto source = zoo::open_inference_source(dir);
     const zoo::json& section = source.config.at("model");
+    if (row == "mt-sources") {  // as SentenceTranslator::translate encodes them
+      auto text = zoo::load_translation_text(source.dir, source.config);
+      text.find_special_ids(dir);
+      std::ifstream in(inputs_path);
+      std::ofstream out(out_path);
+      if (!in || !out) throw zoo::Error(zoo::cat(inputs_path, " or ", out_path, ": cannot open"));
+      std::string line;
+      while (std::getline(in, line)) {
+        const std::string sentence = zoo::data::python_strip(line);
+        if (sentence.empty()) continue;
+        for (int64_t id : text.encode_source(sentence, model_int(section, "max_position_embeddings"), nullptr))
+          out << id << ' ';
+        out << '\n';
+      }
+      return 0;
+    }
     auto module = zoo::load_inference_model(source.dir, source.config, torch::kCPU, int8 ? "int8" : "");
     const auto in = zoo::safetensors::load(inputs_path);
     torch::NoGradGuard no_grad;

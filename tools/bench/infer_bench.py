@@ -111,7 +111,7 @@ class GPT(nn.Module):
         h, hd = self.n_head, self.n_embd // self.n_head
         mask = None
         if t > 1:
-            mask = torch.ones(t, s + t, dtype=torch.bool).tril(s).logical_not()
+            mask = torch.ones(t, s + t).triu(s + 1).bool()  # the keys after each query
         out_past = []
         for i, m in enumerate(self.blocks):
             q, k, v = m.c_attn(m.ln_1(x)).split(self.n_embd, dim=2)
@@ -465,10 +465,10 @@ def cmd_inputs(a):
         if a.src_ids:
             with open(a.src_ids) as f:
                 sents = [[int(x) for x in line.split()] for line in f if line.strip()]
-        else:  # random sources of 5..30 tokens, framed as the text side frames them
+        else:  # 256 random sources of 5..30 tokens, ending with <end> as the text side's
             lengths = torch.randint(5, 31, (256,), generator=g).tolist()
-            sents = [[m["bos_id"]] + torch.randint(4, m["source_vocab_size"], (n - 2,), generator=g).tolist()
-                     + [m["eos_id"]] for n in lengths]
+            sents = [torch.randint(4, m["source_vocab_size"], (n - 1,), generator=g).tolist() + [m["eos_id"]]
+                     for n in lengths]
         order = sorted(range(len(sents)), key=lambda i: len(sents[i]))
         batches = [order[i:i + MT_BATCH] for i in range(0, len(order), MT_BATCH)]
         for k, idx in enumerate(batches):
