@@ -19,9 +19,11 @@
 #   mt        the Transformer recipe's model (transformer-small; --mt DIR a trained checkpoint,
 #             --mt-src its test sources, one a line): the encoder over every batch, and
 #             translation with beam 4, batches of 32 (sorted by length), max length 50
-# --only: a comma list of those. --quick: gptcpu, bertimdb and mt, one round, 2 threads (~3 min).
-# Time: the full run (3 rounds, 1 and 2 threads) takes about 60-75 minutes on 2 cores; most of it
-# is gpt2's generation at batch 16 and bertbase. Round 1 runs every Python thread setting
+# --only: a comma list of those. --quick: gptcpu, bertimdb and mt, one round, 2 threads.
+# Time: the full run (3 rounds, 1 and 2 threads) took 66 minutes on the 2-core EPYC VM (most of it
+# gpt2's generation at batch 16 and bertbase); --quick roughly 10 minutes, most of it Python's beam
+# search at its four settings (random translation
+# weights never end a sentence: every beam runs the 50 steps). Round 1 runs every Python thread setting
 # (a run slower than 3x the best so far, or zoo's, + 10 s is stopped) and the later rounds the fastest.
 # Python's settings: common.sh's three and set_num_threads(N) with OMP_WAIT_POLICY=PASSIVE (zoo's).
 # Checks: fp32 logits within 1e-4 (max abs diff) of zoo fp32's, greedy and beam tokens identical;
