@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
     --threads) THREAD_LIST=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --no-ort) ORT=0; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) rest+=("$1"); shift ;;
   esac
 done
