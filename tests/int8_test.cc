@@ -131,25 +131,14 @@ TEST(Int8Linear, UnknownValuesDevicesAndEnginesAreErrors) {
 }
 
 // A tiny GPT, ViT, Transformer and BERT classifier, trained once for the suite.
-class Int8 : public ::testing::Test {
+class Int8 : public test::TinyPredictorSuite<Int8> {
+ public:
+  static std::vector<std::string> families() { return {"gpt", "vit", "mt", "gru", "bert"}; }
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new test::TempDir();
-    const std::string failed = test::train_tiny_predictors(*dir_, {"gpt", "vit", "mt", "gru", "bert"});
-    ASSERT_EQ(failed, "");
-  }
-  static void TearDownTestSuite() { delete dir_; }
-  static std::string gpt() { return *dir_ / "gpt/checkpoint-20"; }
-  static std::string vit() { return *dir_ / "vit/checkpoint-8"; }
-  static std::string bert() { return *dir_ / "bert/checkpoint-30"; }
-  static std::string mt() { return *dir_ / "mt/checkpoint-30"; }
-  static std::string gru() { return *dir_ / "gru/checkpoint-30"; }
   static std::shared_ptr<torch::nn::Module> load(const std::string& dir, const std::string& quantize) {
     return load_inference_model(dir, load_checkpoint_config(dir), torch::kCPU, quantize);
   }
-  static test::TempDir* dir_;
 };
-test::TempDir* Int8::dir_ = nullptr;
 
 int64_t linear_layers(const torch::nn::Module& model) {
   int64_t n = 0;

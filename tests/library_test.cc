@@ -19,21 +19,10 @@ namespace zoo {
 namespace {
 
 // One tiny GPT, ViT and BERT classifier, trained once for the suite.
-class Library : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new test::TempDir();
-    const std::string failed = test::train_tiny_predictors(*dir_, {"gpt", "vit", "mt", "bert"});
-    ASSERT_EQ(failed, "");
-  }
-  static void TearDownTestSuite() { delete dir_; }
-  static std::string gpt() { return *dir_ / "gpt/checkpoint-20"; }
-  static std::string vit() { return *dir_ / "vit/checkpoint-8"; }
-  static std::string bert() { return *dir_ / "bert/checkpoint-30"; }
-  static std::string mt() { return *dir_ / "mt/checkpoint-30"; }
-  static test::TempDir* dir_;
+class Library : public test::TinyPredictorSuite<Library> {
+ public:
+  static std::vector<std::string> families() { return {"gpt", "vit", "mt", "bert"}; }
 };
-test::TempDir* Library::dir_ = nullptr;
 
 // Runs f(i) on 8 threads at once.
 template <class F>

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "fixtures.h"
 #include "review_fixtures.h"
 #include "test_util.h"
@@ -46,5 +48,36 @@ inline std::string train_tiny_predictors(const TempDir& d, const std::vector<std
   }
   return "";
 }
+
+/// Where train_tiny_predictors puts `family`'s checkpoint under `d`.
+inline std::string tiny_checkpoint(const TempDir& d, const std::string& family) {
+  static const std::map<std::string, std::string> last_step = {
+      {"gpt", "20"}, {"vit", "8"}, {"mt", "30"}, {"gru", "30"}, {"bert", "30"}};
+  return d / (family + "/checkpoint-" + last_step.at(family));
+}
+
+/// A suite whose tests share tiny checkpoints trained once (CRTP: one folder per suite).
+/// Suite::families() names them; Suite::extra() may add arguments to one's zoo train.
+template <class Suite>
+class TinyPredictorSuite : public ::testing::Test {
+ public:
+  static std::map<std::string, std::string> extra() { return {}; }
+
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    ASSERT_EQ(train_tiny_predictors(*dir_, Suite::families(), Suite::extra()), "");
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static std::string gpt() { return tiny_checkpoint(*dir_, "gpt"); }
+  static std::string vit() { return tiny_checkpoint(*dir_, "vit"); }
+  static std::string mt() { return tiny_checkpoint(*dir_, "mt"); }
+  static std::string gru() { return tiny_checkpoint(*dir_, "gru"); }
+  static std::string bert() { return tiny_checkpoint(*dir_, "bert"); }
+  static inline TempDir* dir_ = nullptr;
+};
 
 }  // namespace zoo::test

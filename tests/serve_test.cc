@@ -98,23 +98,16 @@ std::vector<std::string> events(const std::string& body) {
   return out;
 }
 
-class Serve : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = new test::TempDir();
-    const std::string failed = test::train_tiny_predictors(*dir_, {"gpt", "mt", "bert"},
-        // 1,024 positions: generations long enough to leave, queue and drain.
-        {{"gpt", "--set model.n_positions=1024 --set data.block_size=32"}});
-    ASSERT_EQ(failed, "");
+class Serve : public test::TinyPredictorSuite<Serve> {
+ public:
+  static std::vector<std::string> families() { return {"gpt", "mt", "bert"}; }
+  // 1,024 positions: generations long enough to leave, queue and drain.
+  static std::map<std::string, std::string> extra() {
+    return {{"gpt", "--set model.n_positions=1024 --set data.block_size=32"}};
   }
-  static void TearDownTestSuite() { delete dir_; }
-  static std::string gpt() { return *dir_ / "gpt/checkpoint-20"; }
-  static std::string mt() { return *dir_ / "mt/checkpoint-30"; }
-  static std::string bert() { return *dir_ / "bert/checkpoint-30"; }
+ protected:
   static std::string all() { return "--checkpoint gpt=" + gpt() + " --checkpoint mt=" + mt() + " --checkpoint cls=" + bert(); }
-  static test::TempDir* dir_;
 };
-test::TempDir* Serve::dir_ = nullptr;
 
 json post(httplib::Client& c, const std::string& path, const json& body, int expect_status = 200) {
   const auto r = c.Post(path.c_str(), body.dump(), "application/json");
