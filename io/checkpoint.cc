@@ -16,18 +16,24 @@ namespace zoo {
 
 std::string checkpoint_dir_name(int64_t step) { return cat("checkpoint-", step); }
 
+int64_t checkpoint_step(const std::string& dir) {
+  const std::string name = fs::path(dir).filename().string(), prefix = "checkpoint-";
+  if (name.rfind(prefix, 0) != 0) return -1;
+  const std::string digits = name.substr(prefix.size());
+  if (!is_index(digits) || digits.size() > 18) return -1;  // 18 digits fit an int64_t
+  return std::stoll(digits);
+}
+
 
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& output_dir) {
   std::vector<std::pair<int64_t, std::string>> out;
   std::error_code ec;
   if (!fs::is_directory(output_dir, ec)) return out;
   for (const auto& entry : fs::directory_iterator(output_dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("checkpoint-", 0) != 0 || !entry.is_directory()) continue;
-    const std::string digits = name.substr(11);
-    if (!is_index(digits) || digits.size() > 18) continue;  // 18 digits fit an int64_t
+    const int64_t step = checkpoint_step(entry.path().string());
+    if (step < 0 || !entry.is_directory()) continue;
     if (!fs::exists(entry.path() / "trainer_state.json")) continue;  // not one of ours / incomplete
-    out.emplace_back(std::stoll(digits), entry.path().string());
+    out.emplace_back(step, entry.path().string());
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -28,6 +28,9 @@
 namespace zoo {
 
 std::string checkpoint_dir_name(int64_t step);
+/// The step of a directory named checkpoint-STEP (its name, or a path ending in it); -1 for
+/// any other name.
+int64_t checkpoint_step(const std::string& dir);
 /// Complete checkpoints in `output_dir`, oldest first: (step, path).
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& output_dir);
 /// The newest complete checkpoint, or "" when there is none.

@@ -92,10 +92,9 @@ std::string average_checkpoints(const std::vector<std::string>& checkpoints, con
     save_weights(tmp.string(), tensors, newest.metadata);
     json steps = json::array(), dirs = json::array();
     for (const auto& dir : checkpoints) {
-      const std::string name = fs::path(dir).filename().string(), prefix = "checkpoint-";
-      const std::string digits = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : "";
-      dirs.push_back(name);
-      steps.push_back(is_index(digits) && digits.size() <= 18 ? json(std::stoll(digits)) : json(nullptr));
+      const int64_t step = checkpoint_step(dir);
+      dirs.push_back(fs::path(dir).filename().string());
+      steps.push_back(step >= 0 ? json(step) : json(nullptr));
     }
     write_json_file((tmp / "averaged_from.json").string(), json{{"checkpoints", dirs}, {"steps", steps}});
   } catch (const fs::filesystem_error& e) {
