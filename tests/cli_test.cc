@@ -77,6 +77,7 @@ TEST(Cli, HelpConfigListsEveryKeyOfATaskWithItsDefault) {
   EXPECT_NE(r.output.find("data.teacher_forcing_ratio (float, default 1.0) in [0, 1]"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("model.units (int, default 1024)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("train.init_from (string"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("train.r_drop_alpha (float, default 0.0) in [0, 100]"), std::string::npos) << r.output;
   r = run_zoo("train --help-config --config " + good);  // the config's own task and model type
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("task: image_classification"), std::string::npos) << r.output;

@@ -160,6 +160,28 @@ TEST(Config, TheTaskDefaultsByModelTypeAndIsCheckedByName) {
   EXPECT_EQ(overridden.at("task"), "translation");
 }
 
+// train.r_drop_alpha: in [0, 100], documented, carried to the task, and refused when the
+// task's loss has no R-Drop (language modelling, BERT pretraining), naming the tasks that do.
+TEST(Config, RDropAlphaReachesTheTaskOrIsRefusedByTasksWithoutIt) {
+  EXPECT_NE(error_of([] { read_options<TrainOptions>(json{{"r_drop_alpha", -1}}, "train"); })
+                .find("train.r_drop_alpha must be in [0, 100], got -1"),
+            std::string::npos);
+  EXPECT_NE(describe_config("translation").find("train.r_drop_alpha (float, default 0.0) in [0, 100]"),
+            std::string::npos);
+  EXPECT_EQ(task_context(json{{"train", {{"r_drop_alpha", 4}}}}).r_drop_alpha, 4.0);
+  EXPECT_EQ(task_context(json::object()).r_drop_alpha, 0.0);
+  for (const std::string preset : {"gpt-nano-char", "bert-tiny-imdb"}) {
+    json raw{{"model", {{"preset", preset}}}, {"train", {{"r_drop_alpha", 1}}}};
+    if (preset == "bert-tiny-imdb") raw["task"] = "bert_pretraining";
+    const json config = resolve_config(raw, "a.json");
+    const auto msg = error_of([&] { make_task(config); });
+    EXPECT_NE(msg.find("train.r_drop_alpha=1: R-Drop is implemented for the tasks translation, text_classification, "
+                       "image_classification, not '" + config.at("task").get<std::string>() + "'"),
+              std::string::npos)
+        << msg;
+  }
+}
+
 TEST(Config, RegistriesAreTablesThatAgreeWithEachOther) {
   for (const auto& task : task_registry()) {
     EXPECT_FALSE(task.model_types.empty()) << task.name;

@@ -1,9 +1,11 @@
 // The output layer and its loss (models/kernels/cross_entropy.h): the padded rows CUDA runs,
 // the fused fp16 form, and the CPU's row kernel (models/kernels/softmax_rows.h) with a bias, in
 // fp32 and under bf16 autocast, against F::cross_entropy of linear()'s scores; what it does
-// with NaN and large scores, and that a second backward pass through it is refused.
+// with NaN and large scores, and that a second backward pass through it is refused. And
+// R-Drop's loss (train/objectives.h r_drop_loss) against explicit loops in double precision.
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -11,6 +13,7 @@
 #include "models/kernels/cross_entropy.h"
 #include "models/kernels/linear.h"
 #include "models/kernels/softmax_rows.h"
+#include "train/objectives.h"
 #include "train/precision.h"
 
 namespace zoo {
@@ -167,6 +170,85 @@ TEST(LinearCrossEntropy, CpuKernelRefusesASecondBackwardPass) {
   auto loss = linear_cross_entropy(x, w, torch::randint(0, 50, {4}));
   loss.backward({}, /*retain_graph=*/true);
   EXPECT_ANY_THROW(loss.backward());
+}
+
+// R-Drop's two terms computed another way: row by row and class by class in double precision,
+// the cross-entropy from its label-smoothed definition, the KL from both of its directions.
+struct RDropReference {
+  double ce = 0, kl = 0;
+};
+RDropReference r_drop_reference(const torch::Tensor& logits1, const torch::Tensor& logits2, const torch::Tensor& targets,
+                                double smoothing, std::optional<int64_t> ignore) {
+  const auto a = logits1.to(torch::kDouble).contiguous(), b = logits2.to(torch::kDouble).contiguous();
+  const int64_t n = a.size(0), c = a.size(1);
+  auto log_softmax_row = [c](const double* x) {
+    double top = x[0], sum = 0;
+    for (int64_t j = 1; j < c; ++j) top = std::max(top, x[j]);
+    for (int64_t j = 0; j < c; ++j) sum += std::exp(x[j] - top);
+    std::vector<double> out(static_cast<size_t>(c));
+    for (int64_t j = 0; j < c; ++j) out[static_cast<size_t>(j)] = x[j] - top - std::log(sum);
+    return out;
+  };
+  RDropReference r;
+  int64_t counted = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t y = targets[i].item<int64_t>();
+    if (ignore && y == *ignore) continue;
+    ++counted;
+    const auto p = log_softmax_row(a.data_ptr<double>() + i * c), q = log_softmax_row(b.data_ptr<double>() + i * c);
+    for (const auto* logp : {&p, &q}) {
+      double uniform = 0;
+      for (double v : *logp) uniform -= v / static_cast<double>(c);
+      r.ce += 0.5 * ((1 - smoothing) * -(*logp)[static_cast<size_t>(y)] + smoothing * uniform);
+    }
+    double p_q = 0, q_p = 0;  // KL(p || q), KL(q || p)
+    for (size_t j = 0; j < p.size(); ++j) {
+      p_q += std::exp(p[j]) * (p[j] - q[j]);
+      q_p += std::exp(q[j]) * (q[j] - p[j]);
+    }
+    r.kl += 0.5 * (p_q + q_p);
+  }
+  r.ce /= static_cast<double>(counted);
+  r.kl /= static_cast<double>(counted);
+  return r;
+}
+
+// r_drop_loss: total = ce + alpha * kl, both parts as the reference computes them, with padding
+// rows (ignore index) left out of both or every row counted; kl is 0 for two equal passes and
+// positive for two different ones, and is computed in fp32 from bf16 scores.
+TEST(RDropLoss, IsTheMeanCrossEntropyPlusAlphaTimesTheSymmetricKl) {
+  torch::manual_seed(11);
+  const int64_t n = 9, c = 6, pad = 0;
+  const auto logits1 = torch::randn({n, c}) * 2, logits2 = logits1 + torch::randn({n, c});
+  auto targets = torch::randint(1, c, {n}, torch::kLong);
+  targets.index_put_({torch::tensor({1, 4, 8})}, pad);
+  const double alpha = 3.5, smoothing = 0.1;
+  for (const std::optional<int64_t> ignore : {std::optional<int64_t>(pad), std::optional<int64_t>()}) {
+    SCOPED_TRACE(ignore ? "ignoring padding" : "every row counts");
+    const Loss loss = r_drop_loss(logits1, logits2, targets, RDropOptions{alpha, smoothing, ignore});
+    ASSERT_EQ(loss.parts.size(), 2u);
+    const double total = loss.total.item<double>(), ce = loss.parts.at("ce").item<double>(),
+                 kl = loss.parts.at("kl").item<double>();
+    const auto ref = r_drop_reference(logits1, logits2, targets, smoothing, ignore);
+    EXPECT_NEAR(total, ce + alpha * kl, 1e-6);
+    EXPECT_NEAR(ce, ref.ce, 1e-6);
+    EXPECT_NEAR(kl, ref.kl, 1e-6);
+    EXPECT_GT(kl, 0.05);
+    EXPECT_NEAR(total, ref.ce + alpha * ref.kl, 1e-5);
+
+    const Loss same = r_drop_loss(logits1, logits1, targets, RDropOptions{alpha, smoothing, ignore});
+    EXPECT_EQ(same.parts.at("kl").item<double>(), 0.0);
+    EXPECT_NEAR(same.total.item<double>(), r_drop_reference(logits1, logits1, targets, smoothing, ignore).ce, 1e-6);
+  }
+  // The padding rows really are left out: counting them changes the KL.
+  EXPECT_GT(std::abs(r_drop_reference(logits1, logits2, targets, 0, pad).kl -
+                     r_drop_reference(logits1, logits2, targets, 0, std::nullopt).kl),
+            1e-3);
+  const Loss bf16 = r_drop_loss(logits1.to(torch::kBFloat16), logits2.to(torch::kBFloat16), targets,
+                                RDropOptions{alpha, 0, pad});
+  EXPECT_EQ(bf16.parts.at("kl").scalar_type(), torch::kFloat);
+  EXPECT_NEAR(bf16.parts.at("kl").item<double>(),
+              r_drop_reference(logits1.to(torch::kBFloat16), logits2.to(torch::kBFloat16), targets, 0, pad).kl, 1e-5);
 }
 
 }  // namespace

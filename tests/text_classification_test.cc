@@ -12,6 +12,7 @@
 
 #include "review_fixtures.h"
 #include "test_util.h"
+#include "train_fixtures.h"
 #include "train/tasks/text_classification.h"
 
 namespace fs = std::filesystem;
@@ -214,6 +215,20 @@ TEST(TextClassification, EvaluationIsTheSameForEveryBatchSize) {
   EXPECT_EQ(seven.at("examples"), 40);
   EXPECT_NEAR(seven.at("loss"), one.at("loss"), 1e-5);
   EXPECT_EQ(seven.at("accuracy"), one.at("accuracy"));
+}
+
+// train.r_drop_alpha: R-Drop's loss (zoo::r_drop_loss), input_ids and attention_mask twice over
+// (alpha 100: the untrained classifier's two passes differ by a KL of about 2e-5).
+TEST(TextClassification, RDropAddsTheKlOfTwoDropoutPasses) {
+  test::TempDir dir;
+  json cfg = json::parse(config(write_data(dir), dir / "vocab.txt"));
+  cfg["model"]["hidden_dropout_prob"] = 0.3;
+  torch::manual_seed(0);  // the initial weights
+  TaskContext context;
+  context.label_smoothing = 0.1;
+  TextClassificationTask task(cfg, context);
+  task.prepare_training("");
+  test::expect_r_drop_loss(task, task.make_train_batch({0, 1, 2, 3, 4, 5, 6, 7}, 1), 100.0);
 }
 
 TEST(TextClassification, BadInputIsNamed) {

@@ -19,6 +19,7 @@
 #include "models/registry.h"
 #include "predict/translator.h"
 #include "test_util.h"
+#include "train_fixtures.h"
 #include "translation_fixtures.h"
 #include "train/heatmap.h"
 #include "train/task_registry.h"
@@ -202,6 +203,62 @@ TEST(TranslationData, BatchesArePaddedBucketedAndDeterministic) {
   EXPECT_DOUBLE_EQ(l1, l2);
   EXPECT_TRUE(std::isfinite(l1));
   EXPECT_NEAR(l1, std::log(static_cast<double>(task->target_vocab().size())), 1.0);
+}
+
+// train.r_drop_alpha (R-Drop) on the Transformer with dropout: the task's checks (ce + alpha *
+// kl, kl 0 for two identical passes, the plain loss without it), and the KL term replayed from
+// the same dropout masks: the mean over the target tokens, padding left out, of the two passes'
+// symmetric KL. A batch with a padded target column, so that leaving padding out matters.
+// Teacher forcing below 1 is refused, naming both keys.
+TEST(TranslationData, RDropAddsTheKlOfTwoDropoutPassesOverTheTargetTokens) {
+  test::TempDir dir;
+  const std::string pairs = dir / "pairs.txt";
+  test::write_file(pairs, pair_file_text());
+  json config = json::parse(tiny_config(pairs, "", "transformer"));
+  config["model"]["dropout"] = 0.3;
+  config["train"]["r_drop_alpha"] = 2.0;
+  config["train"]["label_smoothing_factor"] = 0.1;
+  testing::internal::CaptureStderr();
+  auto task = make_translation_task(config.dump());
+  testing::internal::GetCapturedStderr();
+  task->prepare_training("");
+  Batch batch = task->make_train_batch(task->epoch_plan(42, 0, 8)[0], 1);
+  const int64_t b = batch.size;
+  batch["labels"] = torch::cat({batch["labels"], torch::zeros({b, 2}, torch::kLong)}, 1);  // padding (id 0)
+  test::expect_r_drop_loss(*task, batch, 2.0);
+
+  torch::NoGradGuard no_grad;
+  task->model()->train();
+  torch::manual_seed(5);
+  const Loss loss = task->loss(batch);
+  torch::manual_seed(5);
+  const auto& src = batch["input_ids"];
+  const auto& tgt = batch["labels"];
+  const int64_t steps = tgt.size(1) - 1;
+  const auto tgt_in = tgt.narrow(1, 0, steps), tgt_out = tgt.narrow(1, 1, steps);
+  const auto logp = torch::log_softmax(
+      task->encoder_decoder().forward(torch::cat({src, src}), torch::cat({tgt_in, tgt_in})).to(torch::kDouble), -1);
+  const auto p = logp.narrow(0, 0, b), q = logp.narrow(0, b, b);                     // (B, T, V)
+  const auto kl = 0.5 * ((p.exp() * (p - q)).sum(-1) + (q.exp() * (q - p)).sum(-1));  // (B, T)
+  const auto tokens = tgt_out.ne(0);
+  EXPECT_NEAR(loss.parts.at("kl").item<double>(), kl.masked_select(tokens).mean().item<double>(), 1e-6);
+  EXPECT_GT(std::abs(kl.mean().item<double>() - kl.masked_select(tokens).mean().item<double>()), 1e-4);
+  EXPECT_NEAR(loss.total.item<double>(),
+              loss.parts.at("ce").item<double>() + 2.0 * kl.masked_select(tokens).mean().item<double>(), 1e-5);
+
+  // The GRU with teacher forcing below 1 would feed each copy its own argmax: refused.
+  json forcing = json::parse(tiny_config(pairs, R"(, "teacher_forcing_ratio": 0.5)"));
+  forcing["train"]["r_drop_alpha"] = 1.0;
+  testing::internal::CaptureStderr();
+  try {
+    make_translation_task(forcing.dump());
+    ADD_FAILURE() << "r_drop_alpha with teacher_forcing_ratio 0.5 was accepted";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("train.r_drop_alpha"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("data.teacher_forcing_ratio"), std::string::npos) << msg;
+  }
+  testing::internal::GetCapturedStderr();
 }
 
 // data.batch_tokens: batches of about N tokens (pairs x the longest side, padding included).

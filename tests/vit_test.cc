@@ -9,6 +9,7 @@
 #include "models/registry.h"
 #include "models/vit.h"
 #include "test_util.h"
+#include "train_fixtures.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "train/task_registry.h"
@@ -218,6 +219,20 @@ TEST(ImageClassification, LabelSmoothingFactorSmoothsTheTrainingLoss) {
   const double uniform = -logp.mean().item<double>();  // cross-entropy against uniform targets
   EXPECT_NEAR(loss, 0.8 * nll + 0.2 * uniform, 1e-5);
   EXPECT_GT(std::abs(loss - nll), 1e-3);  // it did smooth
+}
+
+// train.r_drop_alpha: R-Drop's loss (zoo::r_drop_loss) on the augmented batch, both copies of
+// each image the same pixels with their own dropout masks.
+TEST(ImageClassification, RDropAddsTheKlOfTwoDropoutPasses) {
+  test::TempDir dir;
+  test::write_tiny_mnist(dir.path().string(), 64, 16);
+  auto config = resolve_config(
+      json::parse(test::tiny_vit_config(dir.path().string(), R"(, "r_drop_alpha": 5, "label_smoothing_factor": 0.1)")),
+      "tiny.json");
+  config["model"]["hidden_dropout_prob"] = 0.3;
+  auto task = make_task(config);
+  task->prepare_training("");
+  test::expect_r_drop_loss(*task, task->make_train_batch({0, 1, 2, 3, 4, 5, 6, 7}, 1), 5.0);
 }
 
 TEST(ImageClassification, RandomErasingSetsARectangleOfEachTrainingImageToTheMeanColour) {

@@ -63,7 +63,7 @@ MemoryEstimate estimate_training_memory(const json& config) {
   const auto t = read_options<TrainOptions>(config.at("train"), "train");
   std::string length_key;
   const double tokens = tokens_per_item(config, size, &length_key);
-  const double batch = double(t.per_device_train_batch_size);
+  const double batch = double(t.per_device_train_batch_size) * (t.r_drop_alpha > 0 ? 2 : 1);  // R-Drop: each item twice
 
   MemoryEstimate e = estimate_inference_memory(config.at("model"));
   // LoRA trains r x (in + out) values per adapted layer (about 4 widths for a fused QKV).
@@ -83,6 +83,7 @@ MemoryEstimate estimate_training_memory(const json& config) {
   const double logits = 3.0 * double(size.outputs);  // logits, their log-softmax and its gradient
   e.activations = batch * tokens * (per_token * half_width(t) + logits) * kFloat;
   e.keys = cat(size.keys, ", train.per_device_train_batch_size=", t.per_device_train_batch_size,
+               t.r_drop_alpha > 0 ? ", train.r_drop_alpha > 0 (each item twice)" : "",
                length_key.empty() ? "" : ", " + length_key);
   return e;
 }

@@ -10,8 +10,9 @@
 namespace zoo {
 
 /// Training: fp32 weights, their gradients, the optimizer's state and one micro-batch's
-/// activations (per_device_train_batch_size items of the task's length; only the blocks'
-/// inputs under gradient checkpointing, half-width under bf16/fp16).
+/// activations (per_device_train_batch_size items of the task's length, twice as many under
+/// train.r_drop_alpha; only the blocks' inputs under gradient checkpointing, half-width under
+/// bf16/fp16).
 MemoryEstimate estimate_training_memory(const json& config);
 
 /// Evaluation: the weights and the no-grad forward of `batch` items (a block's tensors at a

@@ -24,6 +24,7 @@ using Metrics = std::map<std::string, double>;
 struct TaskContext {
   int64_t seed = 42;                  ///< train.seed (the global RNG is seeded by make_task)
   double label_smoothing = 0.0;       ///< train.label_smoothing_factor: training losses only
+  double r_drop_alpha = 0.0;          ///< train.r_drop_alpha: training losses only (r_drop_loss)
   torch::Device device{torch::kCPU};  ///< where the model and the batches are
   std::string precision = "fp32";     ///< "fp32", "bf16" or "fp16" (autocast is the trainer's)
   /// False on the processes of a data-parallel run other than rank 0: they prepare their

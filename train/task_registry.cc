@@ -196,11 +196,23 @@ TaskContext task_context(const json& config) {
   TaskContext context;
   context.seed = train.seed;
   context.label_smoothing = train.label_smoothing_factor;
+  context.r_drop_alpha = train.r_drop_alpha;
   return context;
 }
 
+namespace {
+// train.r_drop_alpha > 0 only where the task's loss runs R-Drop (train/objectives.h r_drop_loss).
+void check_r_drop(const std::string& task, double alpha) {
+  static const std::vector<std::string> tasks{"translation", "text_classification", "image_classification"};
+  if (alpha == 0 || std::find(tasks.begin(), tasks.end(), task) != tasks.end()) return;
+  throw Error(cat("config: train.r_drop_alpha=", alpha, ": R-Drop is implemented for the tasks ", join(tasks),
+                  ", not '", task, "'; set train.r_drop_alpha=0"));
+}
+}  // namespace
+
 std::unique_ptr<Task> make_task(const json& config, const std::string& checkpoint_dir) {
   const TaskContext context = task_context(config);
+  check_r_drop(task_name(config), context.r_drop_alpha);
   torch::manual_seed(static_cast<uint64_t>(context.seed));  // the initial weights depend on the seed only
   // A task reads its vocabulary from the checkpoint it starts from: it must be the saved one.
   const std::string init_from = model_dir(config.value("train", json::object()).value("init_from", std::string()));

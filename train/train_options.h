@@ -29,6 +29,7 @@ struct TrainOptions {
   double warmup_ratio = 0.0;
   double max_grad_norm = 1.0;  // 0 disables clipping
   double label_smoothing_factor = 0.0;  // classification losses (Hugging Face's name)
+  double r_drop_alpha = 0.0;  // R-Drop's weight of the two dropout passes' KL divergence; 0 = off
   double ema_decay = 0.0;  // exponential moving average of the weights; 0 = off
   int64_t logging_steps = 50;
   int64_t eval_steps = 0;  // 0: evaluate at the end only
@@ -79,6 +80,12 @@ struct TrainOptions {
     v("max_grad_norm", max_grad_norm, "clip gradients to this global norm; 0 = off", at_least(0));
     v("label_smoothing_factor", label_smoothing_factor,
       "classification: cross-entropy against (1 - e) one-hot + e uniform targets", between(0, 1));
+    v("r_drop_alpha", r_drop_alpha,
+      "R-Drop (Liang et al. 2021): each training batch runs twice through the model (one forward pass of the batch "
+      "concatenated with itself, so two dropout masks), and the loss is the two copies' mean cross-entropy + alpha "
+      "x the symmetric KL divergence of their predictions (mean per example, per target token in translation); "
+      "about twice the compute and activation memory per step; translation, text and image classification; 0 = off",
+      between(0, 100));
     v("ema_decay", ema_decay,
       "keep an exponential moving average of the weights (decay per step, e.g. 0.9998; 0 = off): evaluations, "
       "keep-best and each checkpoint's model.safetensors use the average",

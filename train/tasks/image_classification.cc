@@ -27,11 +27,19 @@ Batch ImageClassificationTask::make_train_batch(const std::vector<int64_t>& indi
 }
 
 Loss ImageClassificationTask::loss(const Batch& batch) {
+  if (context_.r_drop_alpha > 0) return loss_twice(batch);
   // fp32 logits: under bf16 autocast the classifier's output is bf16.
   auto logits = model_->forward(batch["pixel_values"]).to(torch::kFloat);  // (B, num_labels)
   return {torch::nn::functional::cross_entropy(
       logits, batch["labels"],
       torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(context_.label_smoothing))};
+}
+
+Loss ImageClassificationTask::loss_twice(const Batch& batch) {
+  const auto& pixels = batch["pixel_values"];
+  const auto halves = model_->forward(torch::cat({pixels, pixels})).to(torch::kFloat).chunk(2);  // (B, num_labels) x 2
+  return r_drop_loss(halves[0], halves[1], batch["labels"],
+                     RDropOptions{context_.r_drop_alpha, context_.label_smoothing, std::nullopt});
 }
 
 bool ImageClassificationTask::splittable() const {

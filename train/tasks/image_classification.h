@@ -22,6 +22,8 @@ class ImageClassificationTask : public Task {
   int64_t num_train_examples() const override { return dataset_->train_size(); }
   /// pixel_values (normalised, augmented) and labels.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
+  /// Cross-entropy of the labels; with train.r_drop_alpha > 0, R-Drop's loss of two passes
+  /// (zoo::r_drop_loss; parts "ce", "kl").
   Loss loss(const Batch& batch) override;
   /// Yes unless the model uses dropout (its random draws would depend on thread timing).
   bool splittable() const override;
@@ -37,6 +39,9 @@ class ImageClassificationTask : public Task {
   models::ViTForImageClassification& vit() { return model_; }
 
  private:
+  /// loss() with train.r_drop_alpha > 0: one forward pass of the batch's pixel_values twice over.
+  Loss loss_twice(const Batch& batch);
+
   ImageDataOptions data_;
   models::ViTForImageClassification model_{nullptr};
   std::optional<data::ImageDataset> dataset_;

@@ -57,8 +57,17 @@ Batch TextClassificationTask::make_train_batch(const std::vector<int64_t>& indic
 }
 
 Loss TextClassificationTask::loss(const Batch& batch) {
+  if (context_.r_drop_alpha > 0) return loss_twice(batch);
   auto logits = model_->forward(batch["input_ids"], {}, batch["attention_mask"]);
   return Loss{F::cross_entropy(logits, batch["labels"], F::CrossEntropyFuncOptions().label_smoothing(context_.label_smoothing))};
+}
+
+Loss TextClassificationTask::loss_twice(const Batch& batch) {
+  const auto& ids = batch["input_ids"];
+  const auto& mask = batch["attention_mask"];
+  const auto halves = model_->forward(torch::cat({ids, ids}), {}, torch::cat({mask, mask})).chunk(2);  // (B, C) x 2
+  return r_drop_loss(halves[0], halves[1], batch["labels"],
+                     RDropOptions{context_.r_drop_alpha, context_.label_smoothing, std::nullopt});
 }
 
 std::vector<std::vector<int64_t>> TextClassificationTask::eval_plan(const std::string& split, int64_t batch_size) {

@@ -28,6 +28,8 @@ class TextClassificationTask : public Task {
   std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch, int64_t batch_size) const override;
   /// input_ids, attention_mask, labels.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
+  /// Cross-entropy of the labels; with train.r_drop_alpha > 0, R-Drop's loss of two passes
+  /// (zoo::r_drop_loss; parts "ce", "kl").
   Loss loss(const Batch& batch) override;
   /// "valid" or "test", in batches of similar lengths.
   std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;
@@ -43,6 +45,9 @@ class TextClassificationTask : public Task {
   std::vector<int64_t> encode(const std::string& text) const { return dataset_->encoder().encode(text); }
 
  private:
+  /// loss() with train.r_drop_alpha > 0: one forward pass of input_ids and attention_mask twice over.
+  Loss loss_twice(const Batch& batch);
+
   TextClassificationDataOptions data_;
   std::optional<data::LabeledTextDataset> dataset_;
   std::string eval_split_;  // the split eval_plan() planned last

@@ -6,6 +6,7 @@
 #include "models/entry_helpers.h"
 #include "models/registry.h"
 #include "train/bleu.h"
+#include "train/objectives.h"
 
 namespace fs = std::filesystem;
 
@@ -18,6 +19,12 @@ TranslationTask::TranslationTask(const json& config, const TaskContext& context,
   config_ = config;
   context_ = context;
   data_ = read_options<TranslationDataOptions>(config.value("data", json::object()), "data");
+  // Below 1, the steps that feed back the model's own argmax would feed each R-Drop copy its
+  // own tokens: the two passes would no longer read the same input.
+  if (context_.r_drop_alpha > 0 && data_.teacher_forcing_ratio < 1.0)
+    throw Error(cat("config: train.r_drop_alpha=", context_.r_drop_alpha,
+                    " runs with teacher forcing only, not data.teacher_forcing_ratio=", data_.teacher_forcing_ratio,
+                    "; set data.teacher_forcing_ratio=1 or train.r_drop_alpha=0"));
   text_.emplace(data_);
   dataset_.emplace(data_, *text_, checkpoint_dir);
   const json& model_section = config.at("model");
@@ -83,6 +90,7 @@ Loss TranslationTask::loss(const Batch& batch) {
   const int64_t steps = tgt.size(1) - 1;
   auto tgt_in = tgt.narrow(1, 0, steps);   // <start> w1 ... wn
   auto tgt_out = tgt.narrow(1, 1, steps);  // w1 ... wn <end>
+  if (context_.r_drop_alpha > 0) return loss_twice(src, tgt_in, tgt_out);
   torch::Tensor logits;                    // (B, T, V)
   if (data_.teacher_forcing_ratio < 1.0) {
     torch::Generator gen = at::detail::createCPUGenerator(batch.seed);
@@ -94,6 +102,14 @@ Loss TranslationTask::loss(const Batch& batch) {
                            F::CrossEntropyFuncOptions()
                                .ignore_index(model_->pad_id())
                                .label_smoothing(context_.label_smoothing))};
+}
+
+Loss TranslationTask::loss_twice(const torch::Tensor& src, const torch::Tensor& tgt_in, const torch::Tensor& tgt_out) {
+  // One forward pass of the batch twice over (teacher forcing only: see the constructor).
+  const auto halves = model_->forward(torch::cat({src, src}), torch::cat({tgt_in, tgt_in})).chunk(2);  // (B, T, V) x 2
+  const int64_t vocab = halves[0].size(-1);
+  return r_drop_loss(halves[0].reshape({-1, vocab}), halves[1].reshape({-1, vocab}), tgt_out.reshape({-1}),
+                     RDropOptions{context_.r_drop_alpha, context_.label_smoothing, model_->pad_id()});
 }
 
 // ---------------------------------------------------------------------------------------

@@ -48,7 +48,8 @@ class TranslationTask : public Task {
   /// right-padded with 0.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   /// Token-level mean cross entropy of forward(src, tgt[:, :-1]) against tgt[:, 1:], padding
-  /// ignored; teacher forcing with data.teacher_forcing_ratio drawn from batch.seed.
+  /// ignored; teacher forcing with data.teacher_forcing_ratio drawn from batch.seed. With
+  /// train.r_drop_alpha > 0, R-Drop's loss of two passes (zoo::r_drop_loss; parts "ce", "kl").
   Loss loss(const Batch& batch) override;
   /// "valid" or "test", in batches of similar source lengths.
   std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;
@@ -83,6 +84,9 @@ class TranslationTask : public Task {
   int64_t eos_id() const { return text_->eos_id(); }
 
  private:
+  /// loss() with train.r_drop_alpha > 0: src (B, S), tgt_in and tgt_out (B, T).
+  Loss loss_twice(const torch::Tensor& src, const torch::Tensor& tgt_in, const torch::Tensor& tgt_out);
+
   TranslationDataOptions data_;
   std::shared_ptr<models::EncoderDecoder> model_;
   std::optional<data::TranslationText> text_;
