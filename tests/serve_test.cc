@@ -289,12 +289,21 @@ TEST_F(Serve, ApiKeyQueueLimitAndClientsThatLeave) {
   // One row decodes, one waits: the others are refused at once with Retry-After, none hangs.
   const std::string slow = json({{"model", "gpt"}, {"prompt", "the cat"}, {"max_tokens", 300}}).dump();
   std::vector<std::future<std::pair<int, std::string>>> replies;
-  for (int i = 0; i < 8; ++i)
+  const auto send = [&] {
     replies.push_back(std::async(std::launch::async, [&] {
       auto mine = server.client();
       const auto r = mine.Post("/v1/completions", key, slow, "application/json");
       return r ? std::pair{r->status, r->get_header_value("Retry-After")} : std::pair{-1, std::string()};
     }));
+  };
+  send();  // the first is decoding (out of the queue) before the others arrive, however busy the machine
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  for (std::string m; Clock::now() < deadline; std::this_thread::sleep_for(std::chrono::milliseconds(5))) {
+    m = c.Get("/metrics", key)->body;
+    if (m.find("zoo_requests_in_flight 1\n") != std::string::npos && m.find("zoo_requests_queued 0\n") != std::string::npos)
+      break;
+  }
+  for (int i = 0; i < 7; ++i) send();
   int refused = 0, answered = 0;
   for (auto& r : replies) {
     const auto [status, retry] = r.get();
