@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "models/kernels/attention.h"
+#include "models/kernels/kv_append.h"
 #include "models/kernels/linear.h"
 #include "models/module_path.h"
 
@@ -173,8 +174,8 @@ torch::Tensor MultiHeadAttentionImpl::forward(const torch::Tensor& x, const Atte
   auto q = split_heads(projected[0], heads), k = split_heads(projected[1], heads), v = split_heads(projected[2], heads);
   if (cache) {
     if (!cache->empty()) {
-      k = torch::cat({cache->key, k}, 2);  // (B, heads, past + T, d)
-      v = torch::cat({cache->value, v}, 2);
+      k = append_steps(cache->key, k);  // (B, heads, past + T, d)
+      v = append_steps(cache->value, v);
     }
     cache->key = k;
     cache->value = v;

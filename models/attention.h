@@ -57,6 +57,8 @@ struct AttentionMask {
 
 /// Keys and values of the steps decoded so far, (B, heads, T, head_dim) each. The caller owns
 /// one per layer and attention module for the whole decoding and passes it to every step.
+/// Self-attention appends each step in place where the tensors have room (on the CPU:
+/// models/kernels/kv_append.h), so they may be views with a step between rows.
 struct KVCache {
   torch::Tensor key, value;
   bool empty() const { return !key.defined(); }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "models/kernels/kv_append.h"
 
 namespace zoo::models {
 namespace {
@@ -88,7 +89,7 @@ void DecoderState::repeat_interleave(int64_t times) {
 void DecoderState::reorder(const torch::Tensor& indices) {
   for (auto& [name, e] : entries_) {
     if (e.scope == Scope::kHypothesis)
-      e.value = e.value.index_select(e.batch_dim, indices.to(e.value.device()));
+      e.value = select_rows(e.value, e.batch_dim, indices.to(e.value.device()));
   }
 }
 
@@ -99,8 +100,7 @@ std::vector<std::string> DecoderState::names() const {
 }
 
 void DecoderState::select(const torch::Tensor& indices) {
-  for (auto& [name, e] : entries_)
-    e.value = e.value.index_select(e.batch_dim, indices.to(e.value.device()));
+  for (auto& [name, e] : entries_) e.value = select_rows(e.value, e.batch_dim, indices.to(e.value.device()));
 }
 
 // ---------------------------------------------------------------------------------------

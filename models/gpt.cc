@@ -5,6 +5,7 @@
 
 #include "models/kernels/cross_entropy.h"
 #include "models/kernels/dropout.h"
+#include "models/kernels/kv_append.h"
 #include "models/kernels/linear.h"
 #include "models/entry_helpers.h"
 
@@ -242,9 +243,12 @@ void GPT2Decoder::join(DecoderState& running, DecoderState added) {
   }
   DecoderState joined;  // every entry holds one column per token of history
   for (const auto& name : running.names()) {
-    const int64_t dim = is_cache(name) ? 2 : 1;
-    joined.set(name, torch::cat({left_padded(running.get(name), dim, columns, 0),
-                                 left_padded(added.get(name), dim, columns, 0)},
+    if (is_cache(name)) {  // into a buffer with room for the next steps
+      joined.set(name, stack_left_padded({running.get(name), added.get(name)}, columns));
+      continue;
+    }
+    joined.set(name, torch::cat({left_padded(running.get(name), 1, columns, 0),
+                                 left_padded(added.get(name), 1, columns, 0)},
                                 0));
   }
   running = std::move(joined);

@@ -16,6 +16,7 @@
 #include "models/attention.h"
 #include "models/blocks.h"
 #include "models/kernels/dropout.h"
+#include "models/kernels/kv_append.h"
 #include "models/kernels/linear.h"
 #include "models/module_path.h"
 #include "models/vit.h"
@@ -343,6 +344,83 @@ TEST(Attention, CachedSelfAttentionStepByStepEqualsTheWholePrefix) {
     EXPECT_EQ(cache.length(), done);
   }
   expect_close(torch::cat(steps, 1), whole, "step by step");
+}
+
+TEST(KVAppend, StepsGoInPlaceIntoTheRoomAndEqualConcatenation) {
+  torch::NoGradGuard no_grad;
+  auto expected = torch::randn({3, 2, 5, 4});
+  auto cache = expected.clone();
+  const void* buffer = nullptr;
+  for (int step = 0; step < 20; ++step) {
+    const auto fresh = torch::randn({3, 2, step % 3 + 1, 4});
+    expected = torch::cat({expected, fresh}, 2);
+    cache = append_steps(cache, fresh);
+    ASSERT_TRUE(in_growing_buffer(cache));
+    ASSERT_TRUE(torch::equal(cache, expected)) << "step " << step;
+    if (step == 1) buffer = cache.storage().data();
+    if (step >= 1 && step <= 4) {
+      EXPECT_EQ(cache.storage().data(), buffer) << "step " << step << " was copied";
+    }
+  }
+  EXPECT_NE(cache.storage().data(), buffer);  // outgrew the first buffer's room
+}
+
+TEST(KVAppend, AnOlderViewNeverWritesOverTheNewerOne) {
+  torch::NoGradGuard no_grad;
+  auto base = append_steps(torch::randn({2, 2, 3, 4}), torch::randn({2, 2, 1, 4}));  // a buffer with room
+  const auto copy = base;  // a second state sharing the view (e.g. a copied DecoderState)
+  const auto a = torch::randn({2, 2, 1, 4}), b = torch::randn({2, 2, 1, 4});
+  const auto first = append_steps(base, a);
+  const auto second = append_steps(copy, b);
+  EXPECT_EQ(first.storage().data(), base.storage().data());   // the newest view: in place
+  EXPECT_NE(second.storage().data(), base.storage().data());  // the older one: its own buffer
+  EXPECT_TRUE(torch::equal(first, torch::cat({base, a}, 2)));
+  EXPECT_TRUE(torch::equal(second, torch::cat({base, b}, 2)));
+  // A view that dropped its first columns (a trimmed batch) still ends at the newest column.
+  const auto trimmed = first.narrow(2, 2, first.size(2) - 2);
+  const auto grown = append_steps(trimmed, a);
+  EXPECT_EQ(grown.storage().data(), first.storage().data());
+  EXPECT_TRUE(torch::equal(grown, torch::cat({trimmed, a}, 2)));
+}
+
+TEST(KVAppend, SelectRowsEqualsIndexSelectAndKeepsTheRoom) {
+  torch::NoGradGuard no_grad;
+  const auto cache = append_steps(torch::randn({4, 3, 6, 5}), torch::randn({4, 3, 1, 5}));
+  const auto index = torch::tensor({3, 0, 0, 2, 1}, torch::kLong);
+  const auto picked = select_rows(cache, 0, index);
+  EXPECT_TRUE(torch::equal(picked, cache.index_select(0, index)));
+  ASSERT_TRUE(in_growing_buffer(picked));
+  const auto fresh = torch::randn({5, 3, 1, 5});
+  const auto next = append_steps(picked, fresh);
+  EXPECT_EQ(next.storage().data(), picked.storage().data());
+  EXPECT_TRUE(torch::equal(next, torch::cat({cache.index_select(0, index), fresh}, 2)));
+  // Rows of a sub-batch view, and the checks index_select makes.
+  const auto rows = cache.narrow(0, 1, 2);
+  EXPECT_TRUE(torch::equal(select_rows(rows, 0, torch::tensor({1, 0})), rows.index_select(0, torch::tensor({1, 0}))));
+  EXPECT_THROW(select_rows(cache, 0, torch::tensor({4})), c10::Error);
+  const auto plain = torch::randn({2, 3});  // not a cache: index_select itself
+  EXPECT_TRUE(torch::equal(select_rows(plain, 1, torch::tensor({2, 0})), plain.index_select(1, torch::tensor({2, 0}))));
+}
+
+TEST(KVAppend, StackLeftPaddedEqualsConcatenatedPaddedRowsAndKeepsRoom) {
+  torch::NoGradGuard no_grad;
+  const auto a = torch::randn({2, 3, 5, 4}), b = torch::randn({1, 3, 2, 4});
+  const auto expected = torch::cat({a, torch::cat({torch::zeros({1, 3, 3, 4}), b}, 2)}, 0);
+  const auto joined = stack_left_padded({a, b}, 5);
+  EXPECT_TRUE(torch::equal(joined, expected));
+  ASSERT_TRUE(in_growing_buffer(joined));
+  const auto fresh = torch::randn({3, 3, 1, 4});
+  const auto next = append_steps(joined, fresh);
+  EXPECT_EQ(next.storage().data(), joined.storage().data());
+  EXPECT_TRUE(torch::equal(next, torch::cat({expected, fresh}, 2)));
+  {
+    torch::AutoGradMode grad(true);  // under autograd: plain tensor operations, the same values
+    const auto tracked = a.clone().requires_grad_();
+    const auto plain = stack_left_padded({tracked, b}, 6);
+    EXPECT_FALSE(in_growing_buffer(plain));
+    EXPECT_TRUE(torch::equal(plain.detach().narrow(2, 1, 5).narrow(0, 0, 2), a));
+  }
+  EXPECT_THROW(stack_left_padded({a, b}, 4), c10::Error);  // a part longer than the columns
 }
 
 TEST(Attention, CachedCrossAttentionProjectsTheMemoryOnce) {

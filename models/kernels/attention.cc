@@ -55,10 +55,22 @@ SgemmFn blas_sgemm() {
   return fn;
 }
 
-// c[i] = alpha * op(a[i]) op(b[i]) over contiguous row-major fp32 CPU tensors (N, ., .), with
-// op the transpose where `ta`/`tb`. LibTorch 1.13's bmm takes a tensor view and a dispatched mm
+// c[i] = alpha * op(a[i]) op(b[i]) over fp32 CPU tensors (N, ., .) of dense row-major matrices
+// (c contiguous; a and b any step between matrices), with op the transpose where `ta`/`tb`. LibTorch 1.13's bmm takes a tensor view and a dispatched mm
 // per matrix, which for attention's small matrices costs more than the product itself (see
 // the README's Benchmarks); here each matrix is one BLAS call on raw pointers. Falls back to bmm without a BLAS.
+// Whether t's matrices (its last two dimensions) are dense rows, whatever the step between
+// matrices: what batched_matmul reads without a copy (a key/value cache with room to grow).
+bool dense_matrices(const torch::Tensor& t) {
+  return t.dim() == 3 && t.stride(2) == 1 && t.stride(1) == t.size(2) && t.stride(0) >= t.size(1) * t.size(2);
+}
+
+// t as (N, rows, cols) with dense matrices: a view when it has them, else a copy.
+torch::Tensor as_matrices(const torch::Tensor& t, int64_t rows, int64_t cols) {
+  auto m = t.reshape({-1, rows, cols});
+  return dense_matrices(m) ? m : m.contiguous();
+}
+
 void batched_matmul(const torch::Tensor& a, bool ta, const torch::Tensor& b, bool tb, torch::Tensor& c,
                     double alpha = 1.0) {
   const auto sgemm = blas_sgemm();
@@ -66,7 +78,7 @@ void batched_matmul(const torch::Tensor& a, bool ta, const torch::Tensor& b, boo
   const int64_t int_max = std::numeric_limits<int>::max();
   const bool fits = rows < int_max && cols < int_max && inner < int_max && a.size(2) < int_max;
   if (!sgemm || c.scalar_type() != torch::kFloat || a.scalar_type() != torch::kFloat ||
-      b.scalar_type() != torch::kFloat || !a.is_contiguous() || !b.is_contiguous() || !c.is_contiguous() || !fits) {
+      b.scalar_type() != torch::kFloat || !dense_matrices(a) || !dense_matrices(b) || !c.is_contiguous() || !fits) {
     at::bmm_out(c, ta ? a.transpose(1, 2) : a, tb ? b.transpose(1, 2) : b);
     if (alpha != 1.0) c.mul_(alpha);
     return;
@@ -78,7 +90,7 @@ void batched_matmul(const torch::Tensor& a, bool ta, const torch::Tensor& b, boo
   const float al = static_cast<float>(alpha), zero = 0.0f;
   const float *pa = a.data_ptr<float>(), *pb = b.data_ptr<float>();
   float* pc = c.data_ptr<float>();
-  const int64_t sa = a.size(1) * a.size(2), sb = b.size(1) * b.size(2), sc = rows * cols;
+  const int64_t sa = a.stride(0), sb = b.stride(0), sc = rows * cols;
   for (int64_t i = 0; i < n_mat; ++i) sgemm(&opb, &opa, &n, &m, &k, &al, pb + i * sb, &ldb, pa + i * sa, &lda, &zero, pc + i * sc, &n);
 }
 
@@ -108,8 +120,7 @@ struct CpuAttention : torch::autograd::Function<CpuAttention> {
     const int64_t tq = q.size(-2), tk = k.size(-2), d = q.size(-1), dv = v.size(-1);
     auto out_shape = q.sizes().vec();
     out_shape.back() = dv;
-    auto q3 = q.reshape({-1, tq, d}).contiguous(), k3 = k.reshape({-1, tk, d}).contiguous(),
-         v3 = v.reshape({-1, tk, dv}).contiguous();
+    auto q3 = as_matrices(q, tq, d), k3 = as_matrices(k, tk, d), v3 = as_matrices(v, tk, dv);
     const int64_t n = q3.size(0);
     torch::Tensor m3;
     if (mask) {
