@@ -145,6 +145,32 @@ TEST(Trainer, WeightAverageCheckpointsAndResumesExactly) {
 // train.average_checkpoints: checkpoint-averaged holds the element-wise mean of the newest N
 // checkpoints' weights (not the last one's), loads like any checkpoint, and is evaluated at
 // the end; a save_total_limit that cannot keep N is refused before training.
+TEST(Trainer, MaxTimeEndsTheRunAndItsScheduleOnTheClock) {
+  test::TempDir dir;
+  // 40,000 steps take far longer than the budget (about 25 s here): only the clock can end this run early.
+  json config = tiny_config(dir, R"(, "max_time": 1.5, "lr_scheduler_type": "linear", "warmup_steps": 0)");
+  config["train"]["max_steps"] = 40000;
+  config["train"]["save_steps"] = 0;
+  auto task = make_task(config);
+  const auto start = std::chrono::steady_clock::now();
+  const TrainResult result = train(*task, TrainerArgs{config, "tiny.json", dir / "run", torch::Device(torch::kCPU), ""});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GT(result.global_step, 20);
+  EXPECT_LT(result.global_step, 40000);
+  EXPECT_LT(seconds, 1.5 + 20) << "the budget, then one evaluation and one checkpoint";
+  EXPECT_FALSE(result.final_metrics.empty());  // the last step was evaluated and saved
+  EXPECT_TRUE(fs::exists(dir / cat("run/checkpoint-", result.global_step, "/model.safetensors")));
+  // The linear schedule ran its whole length within the budget: near 0 at the end, not at the
+  // 1 - steps/40000 of the steps' first estimate.
+  const auto records = test::train_records(dir / "run");
+  const double peak = config["train"]["learning_rate"].get<double>();
+  ASSERT_TRUE(records.count(result.global_step));
+  EXPECT_LT(records.at(result.global_step).at("lr").get<double>(), 0.15 * peak);
+  EXPECT_GT(records.at(result.global_step / 2).at("lr").get<double>(), 0.3 * peak);
+  const json state = read_json_file(dir / cat("run/checkpoint-", result.global_step, "/trainer_state.json"));
+  EXPECT_GE(state.at("train_seconds").get<double>(), 1.5);
+}
+
 TEST(Trainer, AveragedCheckpointIsTheMeanOfTheNewestFiles) {
   test::TempDir dir;
   json config = tiny_config(dir, R"(, "average_checkpoints": 3)");

@@ -28,6 +28,8 @@ class TrainLogger {
   /// eval/<metric> scalars too unless `tensorboard` is false (an evaluation of other weights
   /// at the same step, such as the averaged checkpoint's).
   void log_eval(int64_t step, const std::string& split, const json& metrics, bool tensorboard = true);
+  /// The run's length changed (train.max_time re-estimates it).
+  void set_total(int64_t total_steps) { total_steps_ = total_steps; }
   /// A line for the user (clears the progress bar first).
   void message(const std::string& text);
   void flush();

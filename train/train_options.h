@@ -11,6 +11,7 @@ namespace zoo {
 /// The "train" section. Names follow Hugging Face TrainingArguments where one exists.
 struct TrainOptions {
   int64_t max_steps = 0;  // > 0 overrides num_train_epochs
+  double max_time = 0;  // seconds of training (wall time); > 0: the schedule follows the clock
   double num_train_epochs = 3;
   int64_t per_device_train_batch_size = 8;
   int64_t per_device_eval_batch_size = 64;
@@ -57,6 +58,12 @@ struct TrainOptions {
   void fields(V& v) {
     v("max_steps", max_steps, "total optimizer steps; > 0 overrides num_train_epochs", at_least(0));
     v("num_train_epochs", num_train_epochs, "epochs when max_steps is 0", at_least(0));
+    v("max_time", max_time,
+      "seconds of wall time to train (evaluations included) instead of a number of steps: the learning-rate "
+      "schedule runs over this budget, its length re-estimated from the speed so far before every step "
+      "(max_steps / num_train_epochs give only the first estimate), and the run ends, evaluated and saved, when "
+      "the time is spent. The steps it makes depend on the machine. One process only; 0 = off",
+      between(0, 1.0e7));
     v("per_device_train_batch_size", per_device_train_batch_size, "examples per micro-batch", at_least(1));
     v("per_device_eval_batch_size", per_device_eval_batch_size, "examples per evaluation batch", at_least(1));
     v("gradient_accumulation_steps", gradient_accumulation_steps, "micro-batches per optimizer step", at_least(1));

@@ -101,6 +101,9 @@ void Trainer::plan_schedule() {
   if (total_steps_ <= 0)
     throw Error(cat("nothing to train: train.max_steps is 0 and train.num_train_epochs (", o_.num_train_epochs,
                     ") makes 0 steps of ", steps_per_epoch_, " per epoch; set train.max_steps or train.num_train_epochs"));
+  if (o_.max_time > 0 && world() > 1)
+    throw Error(cat("config: train.max_time runs on one process (each would measure its own speed); train with one "
+                    "process, or set train.max_steps instead"));
   warmup_ = o_.warmup_steps > 0 ? o_.warmup_steps : static_cast<int64_t>(std::ceil(o_.warmup_ratio * total_steps_));
   best_metric_ = o_.metric_for_best_model.empty() ? task_.default_best_metric() : o_.metric_for_best_model;
   greater_ = o_.metric_for_best_model.empty() ? best_metric_ != "loss" : o_.greater_is_better;
@@ -286,7 +289,10 @@ std::string Trainer::plan_line() const {
              shards_ > 1 ? cat(", cut into ", shards_, " slices, one per core") : std::string(),
              ") on ", args_.device.str(), ", ", precision_, o_.precision == "auto" ? auto_note(args_.device) : "",
              args_.resume_from.empty() ? std::string()
-                                       : cat(", resuming from ", args_.resume_from, " at step ", state_.step));
+                                       : cat(", resuming from ", args_.resume_from, " at step ", state_.step),
+             o_.max_time > 0 ? cat("; train.max_time ", format_duration(o_.max_time),
+                                   ": the step count is a first estimate, the schedule follows the clock")
+                             : std::string());
 }
 
 Trainer::StepOutcome Trainer::optimizer_step(BatchStream& stream) {
@@ -354,6 +360,27 @@ std::string Trainer::done_line() const {
                  : cat("; best (", best_metric_, "=", state_.best_value, ") ", state_.best_checkpoint));
 }
 
+double Trainer::train_seconds() const {
+  return state_.train_seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Trainer::follow_time_budget() {
+  const double spent = train_seconds(), here = train_seconds() - state_.train_seconds;
+  const int64_t done_here = state_.step - start_step_;
+  int64_t total = total_steps_;
+  if (spent >= o_.max_time) {
+    total = state_.step + 1;
+  } else if (done_here >= 10 && here > 0) {  // the first steps (allocation, warm caches) are no measure
+    const double steps_per_second = static_cast<double>(done_here) / here;
+    total = state_.step + 1 + static_cast<int64_t>((o_.max_time - spent) * steps_per_second);
+  } else {
+    total = std::max(total_steps_, state_.step + 2);  // time is left: this step is not the last
+  }
+  if (total == total_steps_) return;
+  total_steps_ = total;
+  if (log_) log_->set_total(total_steps_);
+}
+
 TrainResult Trainer::run() {
   if (writer()) log_ = std::make_unique<TrainLogger>(args_.output_dir, total_steps_, o_.report_to_tensorboard);
   if (log_) log_->message(plan_line());  // only the writer's log, which alone measures the CPU for its note
@@ -361,7 +388,9 @@ TrainResult Trainer::run() {
                      state_.index, o_.dataloader_prefetch, rank(), world());
   model_->train();
   start_ = window_.start = std::chrono::steady_clock::now();
+  start_step_ = state_.step;
   while (state_.step < total_steps_) {
+    if (o_.max_time > 0) follow_time_budget();
     const double lr = o_.learning_rate * lr_factor(o_.lr_scheduler_type, state_.step, warmup_, total_steps_, o_.min_lr_rate);
     for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
     const StepOutcome step = optimizer_step(stream);

@@ -77,6 +77,7 @@ struct TrainerState {
   int64_t epoch = 0;  // position of the next batch: epoch and batch index in it
   int64_t index = 0;
   double examples_seen = 0;
+  double train_seconds = 0;  // wall time trained before this process (a resumed run)
   double best_value = 0;  // of metric_for_best_model; +-inf before the first evaluation
   std::string best_checkpoint;
   int64_t evals_without_improvement = 0;
@@ -104,6 +105,10 @@ class Trainer {
   void prepare_data();
   // Steps per epoch, total and warm-up steps, the best-model metric.
   void plan_schedule();
+  // train.max_time: re-estimates total_steps_ from the speed so far; once the time is spent,
+  // the next step is the last.
+  void follow_time_budget();
+  double train_seconds() const;  // before this process and in it
   // The CPU batch slices, the trained parameters, and train.cuda_graphs' captured step.
   void prepare_step();
   void setup_weights();
@@ -188,6 +193,7 @@ class Trainer {
     std::chrono::steady_clock::time_point start;
   } window_;
   std::chrono::steady_clock::time_point start_;
+  int64_t start_step_ = 0;  // state_.step when run() started
 };
 
 /// Trainer(task, args).run().

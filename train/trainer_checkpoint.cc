@@ -167,6 +167,8 @@ void Trainer::restore(const std::string& from) {
   state_.index = file.count("batch_in_epoch");
   state_.examples_seen = file.number("examples_seen", 0.0);
   if (state_.examples_seen < 0) file.bad("examples_seen", "a number of 0 or more");
+  state_.train_seconds = file.number("train_seconds", 0.0);
+  if (!(state_.train_seconds >= 0)) file.bad("train_seconds", "a number of seconds, 0 or more");
   state_.best_value = file.number("best_metric", state_.best_value);
   fs::path checkpoint = fs::path(from).lexically_normal();
   if (!checkpoint.has_filename()) checkpoint = checkpoint.parent_path();
@@ -213,6 +215,7 @@ void Trainer::save(const Metrics* eval_metrics) {
              {"batch_in_epoch", state_.index},
              {"max_steps", total_steps_},
              {"examples_seen", state_.examples_seen},
+             {"train_seconds", train_seconds()},
              {"metric_for_best_model", best_metric_},
              {"best_metric", std::isfinite(state_.best_value) ? json(state_.best_value) : json(nullptr)},
              {"best_model_checkpoint", state_.best_checkpoint},
