@@ -365,7 +365,8 @@ double Trainer::train_seconds() const {
 }
 
 void Trainer::follow_time_budget() {
-  const double spent = train_seconds(), here = train_seconds() - state_.train_seconds;
+  const double here = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double spent = state_.train_seconds + here;
   const int64_t done_here = state_.step - start_step_;
   int64_t total = total_steps_;
   if (spent >= o_.max_time) {

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -27,6 +28,12 @@ inline std::optional<torch::Device> bench_device(const std::string& program, con
     std::cerr << program << ": " << e.what() << std::endl;
     return std::nullopt;
   }
+}
+
+/// The median of `v` (the upper one of an even count), as the benchmarks report their steps.
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
 }
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {

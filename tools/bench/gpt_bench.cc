@@ -61,12 +61,8 @@
 
 namespace {
 
+using zoo::bench::median;
 using zoo::bench::seconds_since;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Waits for the device's queued work (timing on CUDA), nothing on the CPU.
 void sync(const torch::Device& device) {

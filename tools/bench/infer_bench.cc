@@ -49,13 +49,9 @@
 
 namespace {
 
+using zoo::bench::median;
 using zoo::bench::seconds_since;
 using Outputs = std::vector<std::pair<std::string, torch::Tensor>>;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 const torch::Tensor& input(const zoo::safetensors::File& f, const std::string& name) {
   auto it = f.tensors.find(name);

@@ -593,6 +593,13 @@ def cmd_profile_table(a):
     print(f"| (all, top level) | {total / 1000:.1f} | 100% | |")
 
 
+def positionals(parser, *names):
+    """Adds the positional arguments `names` to `parser`; returns it."""
+    for name in names:
+        parser.add_argument(name)
+    return parser
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -601,27 +608,17 @@ def main():
     s.add_argument("dir")
     s.add_argument("--preset", required=True, choices=sorted(PRESETS))
     s.add_argument("--seed", type=int, default=0)
-    s = sub.add_parser("inputs")
-    s.add_argument("row")
-    s.add_argument("dir")
-    s.add_argument("out")
+    s = positionals(sub.add_parser("inputs"), "row", "dir", "out")
     s.add_argument("--batch", type=int, default=1)
     s.add_argument("--src-ids")
-    s = sub.add_parser("run")
-    s.add_argument("row")
-    s.add_argument("dir")
-    s.add_argument("inputs")
+    s = positionals(sub.add_parser("run"), "row", "dir", "inputs")
     s.add_argument("--int8", action="store_true")
     s.add_argument("--threads", type=int, default=2)
     s.add_argument("--default-threads", action="store_true")
     s.add_argument("--warmup", type=int, default=1)
     s.add_argument("--repeat", type=int, default=3)
     s.add_argument("--out")
-    s = sub.add_parser("export")
-    s.add_argument("row")
-    s.add_argument("dir")
-    s.add_argument("inputs")
-    s.add_argument("out")
+    positionals(sub.add_parser("export"), "row", "dir", "inputs", "out")
     s = sub.add_parser("compare")
     s.add_argument("kind", choices=["logits", "tokens"])
     s.add_argument("a")
