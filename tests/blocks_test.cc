@@ -16,6 +16,7 @@
 #include "models/attention.h"
 #include "models/blocks.h"
 #include "models/kernels/dropout.h"
+#include "models/kernels/few_rows_linear.h"
 #include "models/kernels/kv_append.h"
 #include "models/kernels/linear.h"
 #include "models/module_path.h"
@@ -422,6 +423,64 @@ TEST(KVAppend, StackLeftPaddedEqualsConcatenatedPaddedRowsAndKeepsRoom) {
   }
   EXPECT_THROW(stack_left_padded({a, b}, 4), c10::Error);  // a part longer than the columns
 }
+
+// x W^T + b in double precision, the reference for the kernels.
+torch::Tensor linear_in_double(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  auto y = x.to(torch::kDouble).matmul(w.to(torch::kDouble).t());
+  return (b.defined() ? y + b.to(torch::kDouble) : y).to(torch::kFloat);
+}
+
+TEST(FewRowsLinear, EqualsTheProductForEveryShapeAndBlockRemainder) {
+  torch::NoGradGuard no_grad;
+  if (!few_rows_linear_applies(torch::randn({2, 16}), torch::randn({4, 16}), {}))
+    GTEST_SKIP() << "few_rows_linear is not built for this CPU or compiler (linear() uses LibTorch's products)";
+  for (int64_t m : {2, 3, 4, 5, 8, 13, 32})
+    for (int64_t k : {1, 15, 16, 17, 130})
+      for (int64_t n : {1, 3, 4, 6, 65}) {
+        const auto x = torch::randn({m, k}), w = torch::randn({n, k}), b = torch::randn({n});
+        ASSERT_TRUE(few_rows_linear_applies(x, w, b)) << m << " x " << k << " x " << n;
+        const auto y = few_rows_linear(x, w, b);
+        ASSERT_EQ(y.sizes(), (std::vector<int64_t>{m, n}));
+        EXPECT_TRUE(torch::allclose(y, linear_in_double(x, w, b), 1e-5, 1e-5)) << m << " x " << k << " x " << n;
+        EXPECT_TRUE(torch::allclose(few_rows_linear(x, w, {}), linear_in_double(x, w, {}), 1e-5, 1e-5));
+      }
+  // Leading dimensions and a non-contiguous x; two threads give the same bits as one.
+  const auto x = torch::randn({3, 4, 5}).narrow(2, 1, 3);
+  const auto w = torch::randn({300, 3}), b = torch::randn({300});
+  EXPECT_TRUE(torch::allclose(few_rows_linear(x, w, b), linear_in_double(x, w, b), 1e-5, 1e-5));
+  const auto wide = torch::randn({16, 512}), ww = torch::randn({1000, 512});
+  const int before = at::get_num_threads();
+  at::set_num_threads(1);
+  const auto one = few_rows_linear(wide, ww, {});
+  at::set_num_threads(2);
+  const auto two = few_rows_linear(wide, ww, {});
+  at::set_num_threads(before);
+  EXPECT_TRUE(torch::equal(one, two));
+}
+
+TEST(FewRowsLinear, LinearTakesItOnlyForAFewRowsOutsideAutograd) {
+  const auto w = torch::randn({6, 8}), b = torch::randn({6});
+  const auto x = torch::randn({4, 8});
+  {
+    torch::NoGradGuard no_grad;
+    if (!few_rows_linear_applies(x, w, b)) GTEST_SKIP() << "not built for this CPU or compiler";
+    EXPECT_FALSE(few_rows_linear_applies(torch::randn({1, 8}), w, b));  // one row: a matrix-vector product
+    EXPECT_FALSE(few_rows_linear_applies(torch::randn({kFewRowsMax + 1, 8}), w, b));
+    EXPECT_FALSE(few_rows_linear_applies(x.to(torch::kDouble), w.to(torch::kDouble), {}));
+    EXPECT_FALSE(few_rows_linear_applies(x, torch::randn({8, 6}).t(), b));  // W not contiguous
+  }
+  // Under autograd a tracked weight keeps LibTorch's product, and its gradient.
+  const auto tracked = w.clone().requires_grad_();
+  EXPECT_FALSE(few_rows_linear_applies(x, tracked, b));
+  const auto y = linear(x, tracked, b);
+  ASSERT_TRUE(y.requires_grad());
+  y.sum().backward();
+  EXPECT_TRUE(torch::allclose(tracked.grad(), x.sum(0).expand({6, 8}), 1e-5, 1e-5));
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(few_rows_linear_applies(x, tracked, b));
+  EXPECT_TRUE(torch::allclose(linear(x, tracked, b), linear_in_double(x, w, b), 1e-5, 1e-5));
+}
+
 
 TEST(Attention, CachedCrossAttentionProjectsTheMemoryOnce) {
   auto m = small_attention();

@@ -2,6 +2,7 @@
 // The linear layers' product for every model: x W^T + b in the form each device runs fastest.
 #include <torch/torch.h>
 
+#include "models/kernels/few_rows_linear.h"
 #include "models/lora.h"
 #include "models/quantize.h"
 
@@ -12,7 +13,8 @@ namespace zoo::models {
 /// bias, as Python's autocast gives `linear`), which on LibTorch 1.13 beats ATen's `linear`
 /// (`addmm` over the flattened rows; docs/results.md, GPT on an NVIDIA H100); a single row
 /// (cached decoding of one sequence) as a matrix-vector product, which reads W once where
-/// OpenBLAS's matrix product first copies it into packed panels. Elsewhere ATen's
+/// OpenBLAS's matrix product first copies it into packed panels; a few rows (a batch's decoding
+/// step) outside autograd through few_rows_linear, which reads W in place too. Elsewhere ATen's
 /// `linear`, as PyTorch's Python Linear: on CUDA the bias is added in the GEMM's epilogue
 /// instead of a pass of its own over the output; there, an output width that is not a multiple
 /// of 8 (GPT-2's 50,257-word vocabulary) goes through linear_padded (tensor-core products need
@@ -46,6 +48,7 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
       sizes.back() = weight.size(0);
       return y.view(sizes);
     }
+    if (few_rows_linear_applies(x, weight, bias)) return few_rows_linear(x, weight, bias);
     if (!bias.defined()) return x.matmul(weight.t());
     if (x.dim() == 2) return torch::addmm(bias, x, weight.t());
     auto y = x.matmul(weight.t());

@@ -1,0 +1,66 @@
+// The linear layers' product for a few rows: zoo's few_rows_linear (models/kernels/
+// few_rows_linear.h) against LibTorch's addmm (OpenBLAS's packed sgemm) on the same inputs, at
+// the shapes of the models' decoding steps, interleaved rounds, medians.
+//
+//   build/zoo_bench_linear [--threads N] [--rounds R]
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "models/kernels/few_rows_linear.h"
+#include "tools/bench/bench_util.h"
+
+namespace {
+
+struct Shape {
+  const char* what;
+  int64_t m, k, n;
+};
+
+// Microseconds per call of f, over enough calls for ~20 ms.
+template <class F>
+double time_us(F f, int64_t macs) {
+  const int64_t calls = std::max<int64_t>(3, 4000000000LL / 200 / std::max<int64_t>(1, macs));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < calls; ++i) f();
+  return 1e6 * zoo::bench::seconds_since(t0) / static_cast<double>(calls);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 1, rounds = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--threads") threads = std::atoi(argv[i + 1]);
+    else if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
+    else return std::fprintf(stderr, "linear_bench: unknown option %s\n", argv[i]), 2;
+  }
+  at::set_num_threads(threads);
+  torch::NoGradGuard no_grad;
+  const Shape shapes[] = {
+      {"gpt-nano-char qkv, 8 rows", 8, 128, 384},      {"gpt-nano-char mlp, 16 rows", 16, 128, 512},
+      {"gpt-nano-char proj, 16 rows", 16, 512, 128},   {"transformer-small beam 4", 4, 512, 512},
+      {"gpt2 qkv, 16 rows", 16, 768, 2304},            {"gpt2 mlp in, 16 rows", 16, 768, 3072},
+      {"gpt2 mlp out, 16 rows", 16, 3072, 768},        {"gpt2 head, 16 rows", 16, 768, 50257},
+      {"gpt-nano-char mlp, 32 rows", 32, 128, 512},
+  };
+  std::printf("threads %d, %d rounds, medians\n", threads, rounds);
+  std::printf("| shape | M x K x N | addmm us | few_rows_linear us | ratio | max abs diff |\n|---|---|---:|---:|---:|---:|\n");
+  for (const auto& s : shapes) {
+    const auto x = torch::randn({s.m, s.k}), w = torch::randn({s.n, s.k}), b = torch::randn({s.n});
+    if (!zoo::models::few_rows_linear_applies(x, w, b)) {
+      std::printf("| %s | not taken by few_rows_linear on this CPU or build |\n", s.what);
+      continue;
+    }
+    const double diff = (zoo::models::few_rows_linear(x, w, b) - torch::addmm(b, x, w.t())).abs().max().item<double>();
+    std::vector<double> blas, few;
+    for (int r = 0; r < rounds; ++r) {
+      blas.push_back(time_us([&] { torch::addmm(b, x, w.t()); }, s.m * s.k * s.n));
+      few.push_back(time_us([&] { zoo::models::few_rows_linear(x, w, b); }, s.m * s.k * s.n));
+    }
+    const double a = zoo::bench::median(blas), f = zoo::bench::median(few);
+    std::printf("| %s | %ld x %ld x %ld | %.1f | %.1f | %.2f | %.1e |\n", s.what, static_cast<long>(s.m),
+                static_cast<long>(s.k), static_cast<long>(s.n), a, f, f / a, diff);
+  }
+}
