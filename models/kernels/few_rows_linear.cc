@@ -155,8 +155,9 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
   const float* wp = weight.data_ptr<float>();
   const float* bp = bias.defined() ? bias.data_ptr<float>() : nullptr;
   float* yp = y.data_ptr<float>();
-  // Threads take whole blocks of 4 columns, at least ~64k multiply-adds each.
-  const int64_t blocks = (n + 3) / 4, grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, 4 * m * k));
+  // Threads take whole blocks of 4 columns, at least 4M multiply-adds each (~50 us): a smaller
+  // product runs on the calling thread, as waking another costs more than it saves.
+  const int64_t blocks = (n + 3) / 4, grain = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, 4 * m * k));
   at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
     few_rows_columns(xp, m, k, wp, bp, yp, n, begin * 4, std::min(n, end * 4));
   });
