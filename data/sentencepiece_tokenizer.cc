@@ -269,6 +269,40 @@ std::vector<int64_t> SentencePieceTokenizer::encode(std::string_view text) const
   return int32_values(helper_->request(p::kEncode, std::string(text)));
 }
 
+std::vector<int64_t> SentencePieceTokenizer::sample(std::string_view text, int nbest_size, float alpha,
+                                                  uint32_t seed) const {
+  return sample(std::vector<std::string>{std::string(text)}, nbest_size, alpha, seed).at(0);
+}
+
+std::vector<std::vector<int64_t>> SentencePieceTokenizer::sample(const std::vector<std::string>& texts, int nbest_size,
+                                                                 float alpha, uint32_t seed) const {
+  if (seed == UINT32_MAX) --seed;  // SentencePiece reserves it: "seed from the device"
+  std::string payload(3 * sizeof(int32_t), '\0');
+  std::memcpy(&payload[0], &nbest_size, sizeof(int32_t));
+  std::memcpy(&payload[4], &alpha, sizeof(float));
+  std::memcpy(&payload[8], &seed, sizeof(uint32_t));
+  for (const auto& text : texts) {
+    const size_t bad = find_invalid_utf8(text);
+    if (bad != std::string::npos) throw Error(cat("text: invalid UTF-8 at byte ", bad));
+    payload += int32_bytes({static_cast<int64_t>(text.size())}) + text;
+  }
+  const std::vector<int64_t> all = int32_values(helper_->request(p::kSample, payload));
+  std::vector<std::vector<int64_t>> out;
+  out.reserve(texts.size());
+  for (size_t at = 0; at < all.size();) {  // per text: its id count, its ids
+    const auto n = static_cast<size_t>(all[at]);
+    if (all[at] < 0 || all.size() - at - 1 < n) break;
+    out.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(at + 1), all.begin() + static_cast<std::ptrdiff_t>(at + 1 + n));
+    at += 1 + n;
+  }
+  if (out.size() != texts.size()) throw Error("SentencePiece: the helper's answer to a sample request is malformed");
+  return out;
+}
+
+std::vector<int64_t> SentencePieceTokenizer::sampleable_ids() const {
+  return int32_values(helper_->request(p::kSampleable, ""));
+}
+
 std::string SentencePieceTokenizer::decode(const std::vector<int64_t>& ids) const {
   for (int64_t id : ids)
     if (id < 0 || id >= vocab_size())

@@ -2,6 +2,7 @@
 // A SentencePiece model (Kudo & Richardson 2018) as a Tokenizer: trained by `zoo tokenizer
 // train --model-type bpe|unigram|word` and saved as tokenizer.model. The library runs in a
 // helper process, zoo-spm (data/spm_bridge/protocol.h says why and how).
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -36,6 +37,19 @@ class SentencePieceTokenizer : public Tokenizer {
   const std::vector<std::string>& pieces() const;
   /// UTF-8 text -> its pieces (SentencePiece's EncodeAsPieces).
   std::vector<std::string> encode_pieces(std::string_view text) const;
+  /// Subword regularization (Kudo 2018): one segmentation of `text` drawn by SentencePiece's
+  /// SampleEncode. unigram: nbest_size -1 samples from every segmentation, l >= 2 from the l
+  /// best, alpha the smoothing (inverse temperature: larger is nearer the best one); bpe:
+  /// BPE-dropout with alpha the probability of skipping a merge, nbest_size ignored. The same
+  /// seed gives the same ids; decode() gives the text back.
+  std::vector<int64_t> sample(std::string_view text, int nbest_size, float alpha, uint32_t seed) const;
+  /// The same for many texts in one request to the helper (a pipe round trip costs more than a
+  /// sentence's sampling), drawn one after the other from `seed`.
+  std::vector<std::vector<int64_t>> sample(const std::vector<std::string>& texts, int nbest_size, float alpha,
+                                           uint32_t seed) const;
+  /// The ids an encoding or a sample can produce: every piece but the control (<s>, </s>),
+  /// unknown, unused and byte ones.
+  std::vector<int64_t> sampleable_ids() const;
   /// The serialized model (the bytes of a .model file).
   const std::string& proto() const { return proto_; }
 

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -266,6 +268,78 @@ TEST(SentencePiece, BadModelsAndVocabularySizesAreErrors) {
   auto tok = SentencePieceTokenizer::train({dir / "corpus.txt"}, "bpe", 120);
   EXPECT_THROW(tok->decode({120}), Error);
   EXPECT_THROW(tok->encode("bad \xff byte"), Error);
+}
+
+// Words of prefixes, stems and suffixes: a unigram model of them has pieces that overlap (unthink
+// + able, un + think + able), so a word has several segmentations to sample from (spm_corpus()'s
+// whole words have hardly any).
+std::string morpheme_corpus() {
+  const std::vector<std::string> prefixes = {"", "", "un", "re", "over", "pre"};
+  const std::vector<std::string> stems = {"play", "work", "think", "build", "read", "walk", "talk", "paint",
+                                          "clean", "open", "turn", "help", "kind", "light", "dark", "cook"};
+  const std::vector<std::string> suffixes = {"", "", "s", "ed", "ing", "er", "ers", "ness", "able"};
+  std::string text;
+  uint64_t x = 12345;
+  const auto pick = [&x](const std::vector<std::string>& v) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return v[(x >> 33) % v.size()];
+  };
+  for (int line = 0; line < 600; ++line) {
+    for (int w = 0; w < 8; ++w) {
+      const std::string prefix = pick(prefixes), stem = pick(stems);
+      text += (w ? " " : "") + prefix + stem + pick(suffixes);
+    }
+    text += line % 3 ? ".\n" : "!\n";
+  }
+  return text;
+}
+
+// Subword regularization through the helper (SampleEncode): every sample decodes to the text, 50
+// seeds give several segmentations and one seed always the same one; many texts in one request
+// are drawn one after the other from its seed (the first as a request of its own would be).
+TEST(SentencePiece, SamplesSegmentationsThatDecodeToTheText) {
+  test::TempDir dir;
+  test::write_file(dir / "corpus.txt", morpheme_corpus());
+  const std::vector<std::string> texts = {"the unthinkable workers repainted overcooked lights.",
+                                          "rebuilding kindness!", "preopened darkness overplays"};
+  for (const auto& [type, nbest, alpha] : {std::tuple<std::string, int, float>{"unigram", -1, 0.2f},
+                                           {"unigram", 8, 0.2f}, {"bpe", -1, 0.1f}}) {
+    SCOPED_TRACE(type + " nbest " + std::to_string(nbest));
+    auto tok = SentencePieceTokenizer::train({dir / "corpus.txt"}, type, 150);
+    for (const auto& text : texts) {
+      SCOPED_TRACE(text);
+      ASSERT_EQ(tok->decode(tok->encode(text)), text);
+      std::set<std::vector<int64_t>> seen;
+      for (uint32_t seed = 1; seed <= 50; ++seed) {
+        const auto ids = tok->sample(text, nbest, alpha, seed);
+        EXPECT_EQ(tok->decode(ids), text);
+        for (int64_t id : ids) EXPECT_TRUE(id >= 0 && id < tok->vocab_size()) << id;
+        seen.insert(ids);
+      }
+      EXPECT_GE(seen.size(), 2u) << "50 draws gave one segmentation";
+      EXPECT_EQ(tok->sample(text, nbest, alpha, 7), tok->sample(text, nbest, alpha, 7));
+    }
+    const auto batch = tok->sample(texts, nbest, alpha, 11);
+    ASSERT_EQ(batch.size(), texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) EXPECT_EQ(tok->decode(batch[i]), texts[i]);
+    EXPECT_EQ(tok->sample(texts, nbest, alpha, 11), batch);
+    EXPECT_EQ(batch[0], tok->sample(texts[0], nbest, alpha, 11));  // the first draw of that seed
+    // Every sampled id is a piece sampleable_ids() lists (no control piece, no <unk>).
+    const auto sampleable = tok->sampleable_ids();
+    const std::set<int64_t> allowed(sampleable.begin(), sampleable.end());
+    EXPECT_EQ(allowed.count(tok->eos_id()), 0u);
+    for (const auto& ids : batch)
+      for (int64_t id : ids) EXPECT_EQ(allowed.count(id), 1u) << id;
+  }
+  auto tok = SentencePieceTokenizer::train({dir / "corpus.txt"}, "unigram", 150);
+  EXPECT_THROW(tok->sample("bad \xff byte", -1, 0.2f, 1), Error);
+  try {
+    tok->sample("unkind ideas", 1000, 0.2f, 1);
+    ADD_FAILURE() << "nbest_size 1000 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("512"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(tok->decode(tok->sample("unkind ideas", -1, 0.2f, 1)), "unkind ideas");  // the helper still serves
 }
 
 // A language model on a SentencePiece vocabulary, through the CLI: train, generate.

@@ -16,9 +16,14 @@
 //   'E' UTF-8 text                    -> int32 ids
 //   'D' int32 ids                     -> UTF-8 text
 //   'P' (nothing)                     -> every piece in id order, each followed by a 0 byte
+//   'N' (nothing)                     -> int32 ids of the pieces an encoding can produce (not
+//                                        control, unknown, unused or byte pieces)
+//   'S' int32 nbest_size, float32 alpha, uint32 seed, then per text: int32 length, UTF-8 bytes
+//                                     -> per text: int32 count, int32 ids (SampleEncode; the same
+//                                        seed gives the same ids)
 #include <cstdint>
 
 namespace zoo::data::spm_protocol {
-constexpr char kLoad = 'L', kEncode = 'E', kDecode = 'D', kPieces = 'P';
+constexpr char kLoad = 'L', kEncode = 'E', kDecode = 'D', kPieces = 'P', kSampleable = 'N', kSample = 'S';
 constexpr char kOk = 0, kError = 1;
 }  // namespace zoo::data::spm_protocol

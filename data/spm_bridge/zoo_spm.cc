@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -50,6 +51,51 @@ std::string ints(const std::vector<int>& v) {
   return s;
 }
 
+sentencepiece::util::Status invalid(const char* why) {
+  return sentencepiece::util::Status(sentencepiece::util::StatusCode::kInvalidArgument, why);
+}
+
+// Copies n bytes of `payload` from `at` on into `out`; false past its end.
+bool take(const std::string& payload, size_t& at, void* out, size_t n) {
+  if (payload.size() - at < n) return false;
+  std::memcpy(out, payload.data() + at, n);
+  at += n;
+  return true;
+}
+
+// 'S'. SentencePiece draws from a generator of each thread, seeded with SetRandomGeneratorSeed's
+// value at the thread's first draw: sampling on a fresh thread makes a request's draws depend on
+// its seed alone, not on the requests before it (so a batch is the same however the loader's
+// requests interleave, and after a resume).
+sentencepiece::util::Status sample(const sentencepiece::SentencePieceProcessor& sp, const std::string& payload,
+                                   std::string* out) {
+  size_t at = 0;
+  int32_t nbest = 0;
+  float alpha = 0;
+  uint32_t seed = 0;
+  if (!take(payload, at, &nbest, sizeof nbest) || !take(payload, at, &alpha, sizeof alpha) ||
+      !take(payload, at, &seed, sizeof seed))
+    return invalid("malformed sample request");
+  if (seed == UINT32_MAX) return invalid("sample seed 2^32-1 is reserved (SentencePiece's 'from the device')");
+  std::vector<std::string> texts;
+  for (int32_t n = 0; at < payload.size(); at += static_cast<size_t>(n)) {
+    if (!take(payload, at, &n, sizeof n) || n < 0 || payload.size() - at < static_cast<size_t>(n))
+      return invalid("malformed sample request");
+    texts.push_back(payload.substr(at, static_cast<size_t>(n)));
+  }
+  sentencepiece::SetRandomGeneratorSeed(seed);
+  sentencepiece::util::Status status;
+  std::thread([&] {
+    std::vector<int> ids;
+    for (const auto& text : texts) {
+      status = sp.SampleEncode(text, nbest, alpha, &ids);
+      if (!status.ok()) return;
+      *out += ints({static_cast<int>(ids.size())}) + ints(ids);
+    }
+  }).join();
+  return status;
+}
+
 int serve() {
   sentencepiece::SentencePieceProcessor sp;
   bool loaded = false;
@@ -86,8 +132,15 @@ int serve() {
         out += sp.IdToPiece(i);
         out += '\0';
       }
+    } else if (op == p::kSampleable) {
+      std::vector<int> ids;
+      for (int i = 0; i < sp.GetPieceSize(); ++i)
+        if (!sp.IsControl(i) && !sp.IsUnknown(i) && !sp.IsUnused(i) && !sp.IsByte(i)) ids.push_back(i);
+      out = ints(ids);
+    } else if (op == p::kSample) {
+      status = sample(sp, payload, &out);
     } else {
-      status = sentencepiece::util::Status(sentencepiece::util::StatusCode::kInvalidArgument, "unknown request");
+      status = invalid("unknown request");
     }
     if (!(status.ok() ? answer(p::kOk, out) : answer(p::kError, status.ToString()))) return 1;
   }
