@@ -97,6 +97,15 @@ Vocab Vocab::fit(const std::vector<std::string>& texts, int64_t num_words, std::
   return v;
 }
 
+Vocab Vocab::with_words(const std::vector<std::string>& words) const {
+  if (num_words_ > 0) throw Error(cat("vocab: cannot add words beyond num_words (", num_words_, ")"));
+  Vocab v = *this;
+  for (const std::string& word : words)
+    for (std::string& w : words_of(word))
+      if (v.index_.emplace(w, static_cast<int64_t>(v.words_.size())).second) v.words_.push_back(std::move(w));
+  return v;
+}
+
 void Vocab::build_index(const std::vector<std::pair<std::string, int64_t>>& word_index) {
   int64_t max_index = 0;
   for (const auto& [w, i] : word_index) max_index = std::max(max_index, i);

@@ -32,6 +32,11 @@ class Vocab {
   static Vocab fit(const std::vector<std::string>& texts, int64_t num_words = 0,
                    std::string oov_token = "");
 
+  /// This vocabulary with the `words` it lacks (lower-cased) appended at the next indices, in
+  /// their order and uncounted (word_counts holds what the fitted texts showed): tokens that
+  /// encoding can produce although the texts never did. Needs num_words 0.
+  Vocab with_words(const std::vector<std::string>& words) const;
+
   /// texts_to_sequences for one text.
   std::vector<int64_t> encode(const std::string& text) const;
   /// texts_to_sequences.
