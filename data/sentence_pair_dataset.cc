@@ -1,5 +1,6 @@
 #include "data/sentence_pair_dataset.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -64,8 +65,11 @@ void SentencePairDataset::encode_training(int64_t max_positions) {
   train_tgt_.clear();
   train_order_key_.clear();
   train_cost_.clear();
+  train_pair_.clear();
+  max_positions_ = max_positions;
   int64_t dropped = 0;
-  for (const auto& p : split_.train) {
+  for (size_t pair = 0; pair < split_.train.size(); ++pair) {
+    const SentencePair& p = split_.train[pair];
     std::vector<int64_t> src = text_->source_ids(p.source);
     std::vector<int64_t> tgt = text_->target_ids(p.target);
     const auto n_src = static_cast<int64_t>(src.size()) - 2;  // without <start>/<end>
@@ -83,6 +87,7 @@ void SentencePairDataset::encode_training(int64_t max_positions) {
     train_cost_.push_back(static_cast<int64_t>(std::max(src.size(), tgt.size())));
     train_src_.push_back(std::move(src));
     train_tgt_.push_back(std::move(tgt));
+    train_pair_.push_back(pair);
   }
   if (dropped > 0) {
     std::cerr << "zoo: note: dropped " << dropped << " of " << split_.train.size()
@@ -134,7 +139,7 @@ std::vector<std::vector<int64_t>> SentencePairDataset::epoch_plan(uint64_t seed,
   return bucket_batches(train_order_key_, batch_size, epoch_seed, /*shuffle=*/true);
 }
 
-Batch SentencePairDataset::train_batch(const std::vector<int64_t>& indices) const {
+Batch SentencePairDataset::train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
   std::vector<std::vector<int64_t>> src, tgt;
   src.reserve(indices.size());
   tgt.reserve(indices.size());
@@ -142,9 +147,34 @@ Batch SentencePairDataset::train_batch(const std::vector<int64_t>& indices) cons
     src.push_back(train_src_.at(static_cast<size_t>(i)));
     tgt.push_back(train_tgt_.at(static_cast<size_t>(i)));
   }
+  if (text_->samples_source() || text_->samples_target()) resample(indices, seed, src, tgt);
   return Batch{{{"input_ids", pad_sequences(src)}, {"labels", pad_sequences(tgt)}},
                static_cast<int64_t>(indices.size()),
                0};
+}
+
+// Subword regularization: one request per sampling side for the whole batch. A sample longer
+// than the model's positions (encode_training's limits) keeps the best segmentation.
+void SentencePairDataset::resample(const std::vector<int64_t>& indices, uint64_t seed,
+                                   std::vector<std::vector<int64_t>>& src,
+                                   std::vector<std::vector<int64_t>>& tgt) const {
+  std::vector<std::string> sources, targets;
+  for (int64_t i : indices) {
+    const SentencePair& p = split_.train.at(train_pair_.at(static_cast<size_t>(i)));
+    sources.push_back(p.source);
+    targets.push_back(p.target);
+  }
+  const auto limit = static_cast<size_t>(std::max<int64_t>(max_positions_, 0));
+  if (text_->samples_source()) {
+    auto sampled = text_->sample_source_ids(sources, seed);
+    for (size_t k = 0; k < sampled.size(); ++k)
+      if (limit == 0 || sampled[k].size() <= limit) src[k] = std::move(sampled[k]);
+  }
+  if (text_->samples_target()) {
+    auto sampled = text_->sample_target_ids(targets, seed);
+    for (size_t k = 0; k < sampled.size(); ++k)
+      if (limit == 0 || sampled[k].size() <= limit + 1) tgt[k] = std::move(sampled[k]);  // the model reads all but <end>
+  }
 }
 
 std::vector<std::vector<int64_t>> SentencePairDataset::eval_plan(const std::string& split, int64_t batch_size,

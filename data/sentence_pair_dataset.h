@@ -2,7 +2,8 @@
 // Sentence pairs as a dataset, translation's data: the pair file (data/pairs.h) read and
 // split deterministically by data.split_seed (or, away from it, the split a training run
 // wrote beside its checkpoints), the training pairs encoded once through both sides'
-// tokenizers (data/translation_text.h) and dropped when longer than the limits, the plans of
+// tokenizers (data/translation_text.h) and dropped when longer than the limits (with subword
+// sampling, their SentencePiece sides segmented anew in every batch), the plans of
 // an epoch (length buckets of pairs, or of about data.batch_tokens tokens, reshuffled every
 // epoch) and of an evaluation split (buckets of similar source lengths), and named batches
 // of input_ids (the source) and labels (the target with <start>/<end>), right-padded with 0.
@@ -36,7 +37,11 @@ class SentencePairDataset {
   void encode_training(int64_t max_positions);
   int64_t train_size() const { return static_cast<int64_t>(train_src_.size()); }
   std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch, int64_t batch_size) const;
-  Batch train_batch(const std::vector<int64_t>& indices) const;
+  /// The encoded pairs; with subword sampling (TranslationText::samples_source / samples_target)
+  /// the sampling sides segmented anew, drawn from `seed` (the best segmentation where a sample
+  /// is longer than the model's positions). Lengths, buckets and limits stay the best
+  /// segmentation's.
+  Batch train_batch(const std::vector<int64_t>& indices, uint64_t seed) const;
 
   /// Loads "valid", "test" or "train" (its first data.max_eval_samples pairs), the sources
   /// encoded for a model of `max_positions`, and plans its batches.
@@ -49,6 +54,8 @@ class SentencePairDataset {
 
  private:
   std::vector<SentencePair> eval_pairs(const std::string& split);
+  void resample(const std::vector<int64_t>& indices, uint64_t seed, std::vector<std::vector<int64_t>>& src,
+                std::vector<std::vector<int64_t>>& tgt) const;
   const std::set<std::string>& training_sources();
 
   TranslationDataOptions data_;
@@ -57,6 +64,8 @@ class SentencePairDataset {
   bool split_loaded_ = false;
   Split split_;
   std::vector<std::vector<int64_t>> train_src_, train_tgt_;  // encoded training pairs
+  std::vector<size_t> train_pair_;                           // each one's pair in split_.train
+  int64_t max_positions_ = 0;                                // encode_training's
   std::vector<int64_t> train_order_key_;                     // bucketing key per pair
   std::vector<int64_t> train_cost_;                          // longest side in tokens per pair
   std::optional<std::set<std::string>> training_sources_;    // see training_sources()

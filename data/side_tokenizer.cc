@@ -60,6 +60,33 @@ std::string SideTokenizer::tokens(const std::string& raw) const {
   return out + (out.empty() ? "" : " ") + kEndToken;
 }
 
+// The pieces are framed and looked up as tokens() frames and encode() looks up the best
+// segmentation's, so both give the same ids for the same pieces.
+std::vector<std::vector<int64_t>> SideTokenizer::sample(const std::vector<std::string>& raws, int nbest_size,
+                                                        float alpha, uint32_t seed) const {
+  if (!spm_) throw Error("SentencePiece tokenizer used before it was trained or loaded");
+  std::vector<std::string> texts;
+  texts.reserve(raws.size());
+  for (const auto& raw : raws) texts.push_back(normalize(raw));
+  const auto& table = spm_->pieces();
+  std::vector<std::vector<int64_t>> out;
+  out.reserve(raws.size());
+  for (const auto& ids : spm_->sample(texts, nbest_size, alpha, seed)) {
+    std::string line = source_ ? "" : kStartToken;
+    for (int64_t id : ids) line += (line.empty() ? "" : " ") + table.at(static_cast<size_t>(id));
+    out.push_back(vocab_.encode(line + (line.empty() ? "" : " ") + kEndToken));
+  }
+  return out;
+}
+
+std::vector<std::string> SideTokenizer::sampleable_pieces() const {
+  if (!spm_) throw Error("SentencePiece tokenizer used before it was trained or loaded");
+  const auto& table = spm_->pieces();
+  std::vector<std::string> out;
+  for (int64_t id : spm_->sampleable_ids()) out.push_back(table.at(static_cast<size_t>(id)));
+  return out;
+}
+
 std::string SideTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::vector<int64_t> words;
   const int64_t start = token_id(kStartToken), end = token_id(kEndToken);

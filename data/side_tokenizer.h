@@ -63,6 +63,12 @@ class SideTokenizer : public Tokenizer {
   std::string normalize(const std::string& raw) const;
   /// A raw sentence as space-separated tokens, framed as this side frames them.
   std::string tokens(const std::string& raw) const;
+  /// Subword regularization: raw sentences -> framed ids of segmentations sampled by the
+  /// SentencePiece model (SentencePieceTokenizer::sample: one request, drawn from `seed`).
+  std::vector<std::vector<int64_t>> sample(const std::vector<std::string>& raws, int nbest_size, float alpha,
+                                           uint32_t seed) const;
+  /// The pieces a sample can produce (SentencePieceTokenizer::sampleable_ids), in id order.
+  std::vector<std::string> sampleable_pieces() const;
   /// Learns this side's SentencePiece model from `texts` (normalized sentences).
   void train(const std::vector<std::string>& texts, const std::string& model_type, int64_t vocab_size);
   /// Shares another side's model (a joint vocabulary).

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "core/output_file.h"
+#include "data/batch.h"
 #include "data/text.h"
 
 namespace fs = std::filesystem;
@@ -29,10 +30,61 @@ std::string utf8_prefix(const std::string& s, size_t bytes) {
   return s.substr(0, bytes);
 }
 
+// The subword-sampling keys against the rest of data (SentencePiece's own rules: SampleEncode
+// takes nbest_size <= 512; with bpe, alpha is a probability and nbest_size is ignored).
+void check_sampling(const TranslationDataOptions& data) {
+  const double alpha = data.sentencepiece_sampling_alpha;
+  const int64_t nbest = data.sentencepiece_sampling_nbest;
+  const std::string key = cat("config: data.sentencepiece_sampling_alpha=", alpha);
+  if (alpha == 0) {
+    if (nbest != -1)
+      throw Error(cat("config: data.sentencepiece_sampling_nbest=", nbest,
+                      " has no effect without subword sampling; set data.sentencepiece_sampling_alpha (0.1 to 0.2 "
+                      "with unigram) or leave sentencepiece_sampling_nbest at -1"));
+    return;
+  }
+  const bool source = data.source_tokenizer == "sentencepiece", target = data.target_tokenizer == "sentencepiece";
+  if (!source && !target)
+    throw Error(cat(key, " samples SentencePiece segmentations, but data.source_tokenizer is ", data.source_tokenizer,
+                    " and data.target_tokenizer is ", data.target_tokenizer,
+                    "; set either (or both) to sentencepiece, or data.sentencepiece_sampling_alpha=0"));
+  if (data.sentencepiece_model_type == "bpe") {
+    if (alpha >= 1)
+      throw Error(cat(key, " is BPE-dropout's probability of skipping a merge with data.sentencepiece_model_type=bpe; "
+                           "it must be below 1 (1 skips every merge: single characters), 0.1 is usual"));
+    if (nbest != -1)
+      throw Error(cat("config: data.sentencepiece_sampling_nbest=", nbest,
+                      " applies to unigram models; bpe samples by BPE-dropout and ignores it: leave it at -1"));
+  }
+  if (nbest == 0 || nbest == 1)
+    throw Error(cat("config: data.sentencepiece_sampling_nbest=", nbest,
+                    " leaves only the best segmentation to sample from; use -1 (every segmentation) or 2 to 512"));
+  // A sample can draw any piece of the model: the vocabulary must keep them all.
+  const auto limit = [&](bool subwords, const char* key_name, int64_t num_words) {
+    if (subwords && num_words > 0)
+      throw Error(cat(key, " needs every piece of the SentencePiece model in the vocabulary, but data.", key_name, "=",
+                      num_words, " caps it; set data.", key_name, "=0"));
+  };
+  if (data.joint_vocabulary) {
+    limit(source || target, "target_num_words", data.target_num_words);
+  } else {
+    limit(source, "source_num_words", data.source_num_words);
+    limit(target, "target_num_words", data.target_num_words);
+  }
+}
+
+// The seed of one side's draws for a batch: the sides of a pair draw apart.
+uint32_t side_seed(uint64_t seed, bool source) {
+  const uint64_t mixed = seed_mix(seed, source ? 1 : 2);
+  return static_cast<uint32_t>(mixed ^ (mixed >> 32));
+}
+
 }  // namespace
 
 TranslationText::TranslationText(const TranslationDataOptions& data)
-    : data_(data), source_(data.source_tokenizer, true), target_(data.target_tokenizer, false) {}
+    : data_(data), source_(data.source_tokenizer, true), target_(data.target_tokenizer, false) {
+  check_sampling(data_);
+}
 
 void TranslationText::fit(const std::vector<SentencePair>& train) {
   train_tokenizers(train);
@@ -65,16 +117,26 @@ void TranslationText::fit_vocabularies(const std::vector<SentencePair>& train) {
     sources.push_back(source_.tokens(p.source));
     targets.push_back(target_.tokens(p.target));
   }
+  // Sampled segmentations may hold pieces the best ones of the training split never showed.
+  const std::vector<std::string> source_pieces = samples_source() ? source_.sampleable_pieces() : std::vector<std::string>();
+  const std::vector<std::string> target_pieces = samples_target() ? target_.sampleable_pieces() : std::vector<std::string>();
   if (data_.joint_vocabulary) {
     std::vector<std::string> both = sources;
     both.insert(both.end(), targets.begin(), targets.end());
     Vocab joint = Vocab::fit(both, data_.target_num_words, data_.oov_token);
+    if (sampling()) {
+      std::vector<std::string> pieces = source_pieces;
+      pieces.insert(pieces.end(), target_pieces.begin(), target_pieces.end());
+      joint = joint.with_words(pieces);
+    }
     source_.set_vocab(joint);
     target_.set_vocab(std::move(joint));
     return;
   }
-  source_.set_vocab(Vocab::fit(sources, data_.source_num_words, data_.oov_token));
-  target_.set_vocab(Vocab::fit(targets, data_.target_num_words, data_.oov_token));
+  Vocab source_vocab = Vocab::fit(sources, data_.source_num_words, data_.oov_token);
+  Vocab target_vocab = Vocab::fit(targets, data_.target_num_words, data_.oov_token);
+  source_.set_vocab(samples_source() ? source_vocab.with_words(source_pieces) : std::move(source_vocab));
+  target_.set_vocab(samples_target() ? target_vocab.with_words(target_pieces) : std::move(target_vocab));
 }
 
 void TranslationText::load(const std::string& dir, int64_t source_vocab_size, int64_t target_vocab_size) {
@@ -123,6 +185,18 @@ DataFacts TranslationText::facts() const {
 std::vector<int64_t> TranslationText::source_ids(const std::string& raw) const { return source_.encode(raw); }
 
 std::vector<int64_t> TranslationText::target_ids(const std::string& raw) const { return target_.encode(raw); }
+
+std::vector<std::vector<int64_t>> TranslationText::sample_source_ids(const std::vector<std::string>& raws,
+                                                                     uint64_t seed) const {
+  return source_.sample(raws, static_cast<int>(data_.sentencepiece_sampling_nbest),
+                        static_cast<float>(data_.sentencepiece_sampling_alpha), side_seed(seed, true));
+}
+
+std::vector<std::vector<int64_t>> TranslationText::sample_target_ids(const std::vector<std::string>& raws,
+                                                                     uint64_t seed) const {
+  return target_.sample(raws, static_cast<int>(data_.sentencepiece_sampling_nbest),
+                        static_cast<float>(data_.sentencepiece_sampling_alpha), side_seed(seed, false));
+}
 
 std::vector<int64_t> TranslationText::encode_source(const std::string& sentence, int64_t limit,
                                                     std::vector<std::string>* tokens, bool truncate) const {

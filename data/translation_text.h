@@ -43,6 +43,8 @@ struct TranslationDataOptions {
   bool joint_vocabulary = false;
   std::string sentencepiece_model_type = "unigram";
   int64_t sentencepiece_vocab_size = 8000;
+  double sentencepiece_sampling_alpha = 0;  // 0: the best segmentation always
+  int64_t sentencepiece_sampling_nbest = -1;
   std::string source_tokenizer_fingerprint;  // filled in by training
   std::string target_tokenizer_fingerprint;
 
@@ -95,6 +97,17 @@ struct TranslationDataOptions {
       one_of({"unigram", "bpe"}));
     v("sentencepiece_vocab_size", sentencepiece_vocab_size,
       "pieces of each SentencePiece model (of the joint one with joint_vocabulary)", at_least(8));
+    v("sentencepiece_sampling_alpha", sentencepiece_sampling_alpha,
+      "subword regularization (Kudo 2018): every time a training pair is batched, its SentencePiece "
+      "sides are segmented by sampling (SampleEncode) instead of the best segmentation; validation, "
+      "test and inference keep the best. unigram: the smoothing alpha (inverse temperature; 0.1-0.2 "
+      "usual, larger stays nearer the best segmentation); bpe: BPE-dropout's probability of skipping a "
+      "merge, below 1. The vocabulary then holds every piece of the model. 0 = off",
+      at_least(0));
+    v("sentencepiece_sampling_nbest", sentencepiece_sampling_nbest,
+      "with sentencepiece_sampling_alpha on a unigram model: sample from every segmentation (-1) or "
+      "from the l best (2 to 512); bpe ignores it, so leave it at -1 there",
+      between(-1, 512));
     v("source_tokenizer_fingerprint", source_tokenizer_fingerprint,
       "written by training: the source tokenizer's fingerprint (its cutting, source.spm and source_vocab.json); "
       "a checkpoint refuses another");
@@ -120,6 +133,7 @@ class TranslationText {
   static constexpr const char* kSourceVocabFile = SideTokenizer::kSourceVocabFile;
   static constexpr const char* kTargetVocabFile = SideTokenizer::kTargetVocabFile;
 
+  /// Checks the subword-sampling keys against the tokenizers (zoo::Error naming the key and the fix).
   explicit TranslationText(const TranslationDataOptions& data);
 
   /// Learns the SentencePiece models (of the sides that use one) and the vocabularies from
@@ -142,6 +156,15 @@ class TranslationText {
   /// The training encoding of a raw pair's sides: framed as the side frames them.
   std::vector<int64_t> source_ids(const std::string& raw) const;
   std::vector<int64_t> target_ids(const std::string& raw) const;
+  /// Subword regularization (data.sentencepiece_sampling_alpha > 0): whether training batches
+  /// sample the segmentation of this side, which then must be cut by SentencePiece.
+  bool samples_source() const { return sampling() && source_.subwords(); }
+  bool samples_target() const { return sampling() && target_.subwords(); }
+  /// The ids of sampled segmentations of raw sentences of a side that samples, framed as
+  /// source_ids() / target_ids() frame them (one request to the SentencePiece helper); the same
+  /// seed gives the same ids. Every piece a sample can produce has an id (fit() saw to it).
+  std::vector<std::vector<int64_t>> sample_source_ids(const std::vector<std::string>& raws, uint64_t seed) const;
+  std::vector<std::vector<int64_t>> sample_target_ids(const std::vector<std::string>& raws, uint64_t seed) const;
   /// The most source tokens (<start>/<end> included) given to a model without a position table
   /// (the GRU encoder-decoder): its time and memory grow with the source (100,000 characters took
   /// 2 minutes and 2 GB), and the sentences it is trained on have tens.
@@ -183,6 +206,7 @@ class TranslationText {
   void train_tokenizers(const std::vector<SentencePair>& train);
   void fit_vocabularies(const std::vector<SentencePair>& train);
   void save_marian_tokenizer(const std::string& dir, int64_t max_positions) const;
+  bool sampling() const { return data_.sentencepiece_sampling_alpha > 0; }
 
   TranslationDataOptions data_;
   SideTokenizer source_, target_;

@@ -299,6 +299,162 @@ TEST(TranslationData, TokenBatchesStayWithinTheirBudget) {
   EXPECT_THROW(data::token_batches(costs, costs, 0, 7, true), Error);
 }
 
+// The rows of a padded id tensor, padding (0) cut off the end.
+std::vector<std::vector<int64_t>> unpadded_rows(const torch::Tensor& ids) {
+  std::vector<std::vector<int64_t>> rows;
+  for (int64_t r = 0; r < ids.size(0); ++r) {
+    const auto row = ids[r].contiguous();
+    std::vector<int64_t> v(row.data_ptr<int64_t>(), row.data_ptr<int64_t>() + row.numel());
+    while (!v.empty() && v.back() == 0) v.pop_back();
+    rows.push_back(std::move(v));
+  }
+  return rows;
+}
+
+// Subword regularization (data.sentencepiece_sampling_alpha): the same training pairs batched
+// again and again are segmented anew, every segmentation decoding to the text of the best one
+// and every id a piece of the vocabulary (not the OOV id); the same seed gives the same batch;
+// alpha 0 always gives the best segmentation; validation batches never vary. With one
+// SentencePiece side, only that side varies.
+TEST(TranslationData, SubwordSamplingSegmentsTrainingBatchesAnew) {
+  test::TempDir dir;
+  const std::string pairs = dir / "pairs.txt";
+  test::write_file(pairs, pair_file_text());
+  const std::string joint = R"(, "source_tokenizer": "sentencepiece", "target_tokenizer": "sentencepiece",
+                                 "joint_vocabulary": true, "sentencepiece_vocab_size": 80)";
+  const auto make = [&](const std::string& extra) {
+    testing::internal::CaptureStderr();
+    auto task = make_translation_task(tiny_config(pairs, extra, "transformer"));
+    testing::internal::GetCapturedStderr();
+    task->prepare_training("");
+    return task;
+  };
+  // Draws every batch of an epoch with 20 seeds; per example, the distinct source and target
+  // rows seen, each checked against the best segmentation.
+  const auto draw = [](const TranslationTask& task, std::vector<std::set<std::vector<int64_t>>>& sources,
+                       std::vector<std::set<std::vector<int64_t>>>& targets) {
+    const auto& text = task.text();
+    ASSERT_EQ(task.num_train_examples(), static_cast<int64_t>(task.split().train.size()));  // index = pair
+    sources.assign(task.split().train.size(), {});
+    targets.assign(task.split().train.size(), {});
+    for (uint64_t seed = 1; seed <= 20; ++seed)
+      for (const auto& batch_of : task.epoch_plan(42, 0, 8)) {
+        const Batch b = task.make_train_batch(batch_of, seed);
+        const auto src = unpadded_rows(b["input_ids"]), tgt = unpadded_rows(b["labels"]);
+        for (size_t k = 0; k < batch_of.size(); ++k) {
+          const auto e = static_cast<size_t>(batch_of[k]);
+          const auto& pair = task.split().train.at(e);
+          EXPECT_EQ(text.source().decode(src[k]), text.source().decode(text.source_ids(pair.source))) << pair.source;
+          EXPECT_EQ(text.detokenize(tgt[k]), text.detokenize(text.target_ids(pair.target))) << pair.target;
+          for (const auto* row : {&src[k], &tgt[k]})
+            for (int64_t id : *row) {
+              EXPECT_TRUE(id > 0 && id < text.source_vocab().size()) << id;
+              EXPECT_NE(id, text.source_vocab().oov_index()) << pair.source << " / " << pair.target;
+            }
+          EXPECT_EQ(tgt[k].front(), task.bos_id());
+          EXPECT_EQ(tgt[k].back(), task.eos_id());
+          EXPECT_EQ(src[k].back(), task.eos_id());  // a joint vocabulary: one <end>
+          sources[e].insert(src[k]);
+          targets[e].insert(tgt[k]);
+        }
+      }
+  };
+  const auto most = [](const std::vector<std::set<std::vector<int64_t>>>& seen) {
+    size_t n = 0;
+    for (const auto& s : seen) n = std::max(n, s.size());
+    return n;
+  };
+
+  auto sampled = make(joint + R"(, "sentencepiece_sampling_alpha": 0.2)");
+  std::vector<std::set<std::vector<int64_t>>> sources, targets;
+  draw(*sampled, sources, targets);
+  EXPECT_GE(most(sources), 2u) << "20 batches of the same pairs gave one source segmentation each";
+  EXPECT_GE(most(targets), 2u) << "20 batches of the same pairs gave one target segmentation each";
+  const auto plan = sampled->epoch_plan(42, 0, 8);
+  const Batch a = sampled->make_train_batch(plan[1], 5), b = sampled->make_train_batch(plan[1], 5);
+  EXPECT_TRUE(a["input_ids"].equal(b["input_ids"]));
+  EXPECT_TRUE(a["labels"].equal(b["labels"]));
+  // Every piece a sample can draw has an id.
+  for (const auto& piece : sampled->text().source().sampleable_pieces())
+    EXPECT_TRUE(sampled->text().source_vocab().contains(data::to_lower(piece))) << piece;
+  // Validation batches are the best segmentation, whatever was drawn before.
+  const auto valid_plan = sampled->eval_plan("valid", 100);
+  ASSERT_EQ(valid_plan.size(), 1u);
+  const Batch v1 = sampled->make_eval_batch("valid", valid_plan[0]);
+  sampled->make_train_batch(plan[0], 9);
+  const Batch v2 = sampled->make_eval_batch("valid", valid_plan[0]);
+  EXPECT_TRUE(v1["input_ids"].equal(v2["input_ids"]));
+  const auto valid_src = unpadded_rows(v1["input_ids"]), valid_tgt = unpadded_rows(v1["labels"]);
+  for (size_t k = 0; k < valid_plan[0].size(); ++k) {
+    const auto& pair = sampled->split().valid.at(static_cast<size_t>(valid_plan[0][k]));
+    EXPECT_EQ(valid_src[k], sampled->text().source_ids(pair.source));
+    EXPECT_EQ(valid_tgt[k], sampled->text().target_ids(pair.target));
+  }
+
+  // alpha 0: every batch is the best segmentation.
+  auto plain = make(joint);
+  draw(*plain, sources, targets);
+  EXPECT_EQ(most(sources), 1u);
+  EXPECT_EQ(most(targets), 1u);
+  const auto first = plain->epoch_plan(42, 0, 8)[0];
+  const auto rows = unpadded_rows(plain->make_train_batch(first, 3)["input_ids"]);
+  for (size_t k = 0; k < first.size(); ++k)
+    EXPECT_EQ(rows[k], plain->text().source_ids(plain->split().train.at(static_cast<size_t>(first[k])).source));
+
+  // A character source and a SentencePiece target: only the target varies.
+  auto one_side = make(R"(, "target_tokenizer": "sentencepiece", "sentencepiece_vocab_size": 40,
+                           "sentencepiece_sampling_alpha": 0.2)");
+  EXPECT_FALSE(one_side->text().samples_source());
+  ASSERT_TRUE(one_side->text().samples_target());
+  const auto batch_of = one_side->epoch_plan(42, 0, 8)[0];
+  std::vector<std::set<std::vector<int64_t>>> src_seen(batch_of.size()), tgt_seen(batch_of.size());
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const Batch batch = one_side->make_train_batch(batch_of, seed);
+    const auto src = unpadded_rows(batch["input_ids"]), tgt = unpadded_rows(batch["labels"]);
+    for (size_t k = 0; k < batch_of.size(); ++k) {
+      src_seen[k].insert(src[k]);
+      tgt_seen[k].insert(tgt[k]);
+    }
+  }
+  EXPECT_EQ(most(src_seen), 1u);
+  EXPECT_GE(most(tgt_seen), 2u);
+}
+
+// The sampling keys' errors name the key and the fix.
+TEST(TranslationData, SubwordSamplingKeysAreChecked) {
+  test::TempDir dir;
+  const std::string pairs = dir / "pairs.txt";
+  test::write_file(pairs, pair_file_text());
+  const std::string spm = R"(, "source_tokenizer": "sentencepiece", "target_tokenizer": "sentencepiece")";
+  const auto expect_error = [&](const std::string& extra, const std::vector<std::string>& expect) {
+    SCOPED_TRACE(extra);
+    testing::internal::CaptureStderr();
+    try {
+      make_translation_task(tiny_config(pairs, extra));
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      for (const auto& part : expect) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+    testing::internal::GetCapturedStderr();
+  };
+  expect_error(R"(, "sentencepiece_sampling_alpha": 0.1)",
+               {"data.sentencepiece_sampling_alpha=0.1", "data.source_tokenizer is char", "to sentencepiece"});
+  expect_error(spm + R"(, "sentencepiece_sampling_alpha": -0.1)", {"data.sentencepiece_sampling_alpha must be"});
+  expect_error(spm + R"(, "sentencepiece_model_type": "bpe", "sentencepiece_sampling_alpha": 1)",
+               {"data.sentencepiece_sampling_alpha=1", "below 1"});
+  expect_error(spm + R"(, "sentencepiece_model_type": "bpe", "sentencepiece_sampling_alpha": 0.1,
+                        "sentencepiece_sampling_nbest": 8)",
+               {"data.sentencepiece_sampling_nbest=8", "leave it at -1"});
+  expect_error(spm + R"(, "sentencepiece_sampling_alpha": 0.1, "sentencepiece_sampling_nbest": 1)",
+               {"data.sentencepiece_sampling_nbest=1", "-1"});
+  expect_error(spm + R"(, "sentencepiece_sampling_alpha": 0.1, "sentencepiece_sampling_nbest": 1000)",
+               {"data.sentencepiece_sampling_nbest must be"});
+  expect_error(spm + R"(, "sentencepiece_sampling_nbest": 64)",
+               {"data.sentencepiece_sampling_nbest=64", "data.sentencepiece_sampling_alpha"});
+  expect_error(spm + R"(, "sentencepiece_sampling_alpha": 0.1, "source_num_words": 30)",
+               {"data.source_num_words=30", "data.source_num_words=0"});
+}
+
 TEST(TranslationData, EmptyOrMissingPairFileIsAClearError) {
   test::TempDir dir;
   test::write_file(dir / "empty.txt", "");

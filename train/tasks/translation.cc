@@ -79,7 +79,7 @@ std::vector<std::vector<int64_t>> TranslationTask::epoch_plan(uint64_t seed, int
 }
 
 Batch TranslationTask::make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const {
-  Batch b = dataset_->train_batch(indices);
+  Batch b = dataset_->train_batch(indices, seed);
   b.seed = seed;
   return b;
 }

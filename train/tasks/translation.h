@@ -45,7 +45,8 @@ class TranslationTask : public Task {
   std::vector<std::vector<int64_t>> epoch_plan(uint64_t seed, int64_t epoch,
                                                int64_t batch_size) const override;
   /// input_ids (the source, B x S) and labels (the target, B x T, with <start>/<end>), int64,
-  /// right-padded with 0.
+  /// right-padded with 0; with data.sentencepiece_sampling_alpha the SentencePiece sides'
+  /// segmentations sampled from `seed`.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   /// Token-level mean cross entropy of forward(src, tgt[:, :-1]) against tgt[:, 1:], padding
   /// ignored; teacher forcing with data.teacher_forcing_ratio drawn from batch.seed. With
