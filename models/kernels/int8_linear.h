@@ -35,7 +35,7 @@ struct PackedInt8Linear {
 /// or lacks the ops, naming the build and the fix.
 PackedInt8Linear pack_int8(const torch::Tensor& weight, const torch::Tensor& bias = {}, const std::string& engine = "");
 
-/// Where linear_int8 computes: kAuto picks kLoops for products of at most
+/// Where linear_int8 computes: kAuto picks kLoops for a single row and for products of at most
 /// $ZOO_INT8_SMALL_PRODUCT multiply-adds (rows x out x in; default 2^22: a decoding step's
 /// rows), else kEngine.
 enum class Int8Kernel {
