@@ -84,7 +84,7 @@ ZOO_INLINE void dot_block(const float* x, int64_t ldx, const float* w, int64_t k
     for (int r = 0; r < R; ++r)
       for (int c = 0; c < C; ++c) acc[r][c] += xv[r] * wv[c];
   }
-  if constexpr (R * C == 16) {
+  if constexpr (R == 4 && C == 4) {
     if (p == k) {
       const v16 s = sum_lanes_of_16(&acc[0][0]);
       for (int r = 0; r < R; ++r)
@@ -100,14 +100,11 @@ ZOO_INLINE void dot_block(const float* x, int64_t ldx, const float* w, int64_t k
     }
 }
 
-// Output columns [n0, n1) of all m rows: 4 x 4 blocks (one row: 1 x 16), then the rows and
-// columns left over.
+// Output columns [n0, n1) of all m rows: 4 x 4 blocks, then the rows and columns left over.
 __attribute__((target_clones("avx512f", "arch=haswell", "default"))) void few_rows_columns(
     const float* x, int64_t m, int64_t k, const float* w, const float* b, float* y, int64_t n, int64_t n0,
     int64_t n1) {
   int64_t c = n0;
-  if (m == 1)
-    for (; c + 16 <= n1; c += 16) dot_block<1, 16>(x, k, w + c * k, k, b ? b + c : nullptr, y + c, n);
   for (; c + 4 <= n1; c += 4) {
     const float* bc = b ? b + c : nullptr;
     int64_t r = 0;
@@ -137,7 +134,7 @@ bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight
                            bias.size(0) != weight.size(0))) return false;
   if (x.size(-1) != weight.size(1) || x.size(-1) == 0) return false;
   const int64_t rows = x.numel() / x.size(-1);
-  if (rows < 1 || rows > kFewRowsMax) return false;
+  if (rows < 2 || rows > kFewRowsMax) return false;
   const bool graph = at::GradMode::is_enabled() &&
                      (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   return !graph && !AutocastState::current().cpu;
@@ -158,11 +155,11 @@ torch::Tensor few_rows_linear(const torch::Tensor& x, const torch::Tensor& weigh
   const float* wp = weight.data_ptr<float>();
   const float* bp = bias.defined() ? bias.data_ptr<float>() : nullptr;
   float* yp = y.data_ptr<float>();
-  // Threads take whole blocks of 16 columns, at least 4M multiply-adds each (~50 us): a smaller
+  // Threads take whole blocks of 4 columns, at least 4M multiply-adds each (~50 us): a smaller
   // product runs on the calling thread, as waking another costs more than it saves.
-  const int64_t blocks = (n + 15) / 16, grain = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, 16 * m * k));
+  const int64_t blocks = (n + 3) / 4, grain = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, 4 * m * k));
   at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
-    few_rows_columns(xp, m, k, wp, bp, yp, n, begin * 16, std::min(n, end * 16));
+    few_rows_columns(xp, m, k, wp, bp, yp, n, begin * 4, std::min(n, end * 4));
   });
   return y;
 #else

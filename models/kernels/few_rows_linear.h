@@ -12,7 +12,7 @@ namespace zoo::models {
 inline constexpr int64_t kFewRowsMax = 32;
 
 /// Whether few_rows_linear computes x W^T + b here: a CPU with AVX2 and FMA (or AVX-512), fp32
-/// x and W (W contiguous, (N, K)), 1 to kFewRowsMax rows, no autograd graph to record and no
+/// x and W (W contiguous, (N, K)), 2 to kFewRowsMax rows, no autograd graph to record and no
 /// autocast. Where it is false, linear() uses LibTorch's products.
 bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 

@@ -11,10 +11,10 @@ namespace zoo::models {
 /// x W^T + b, as torch::nn::Linear. On the CPU as LibTorch's C++ Linear computes it (a matrix
 /// product, then the bias added in place, in the product's dtype: under bf16 autocast a bf16
 /// bias, as Python's autocast gives `linear`), which on LibTorch 1.13 beats ATen's `linear`
-/// (`addmm` over the flattened rows; docs/results.md, GPT on an NVIDIA H100); up to 32 rows
-/// (cached decoding steps) outside autograd through few_rows_linear, which reads W once where
-/// OpenBLAS's matrix product first copies it into packed panels, and a single row under
-/// autograd as a matrix-vector product, which reads W once too. Elsewhere ATen's
+/// (`addmm` over the flattened rows; docs/results.md, GPT on an NVIDIA H100); a single row
+/// (cached decoding of one sequence) as a matrix-vector product, which reads W once where
+/// OpenBLAS's matrix product first copies it into packed panels; a few rows (a batch's decoding
+/// step) outside autograd through few_rows_linear, which reads W in place too. Elsewhere ATen's
 /// `linear`, as PyTorch's Python Linear: on CUDA the bias is added in the GEMM's epilogue
 /// instead of a pass of its own over the output; there, an output width that is not a multiple
 /// of 8 (GPT-2's 50,257-word vocabulary) goes through linear_padded (tensor-core products need
@@ -41,7 +41,6 @@ inline bool pads_output_width(const torch::Tensor& x, const torch::Tensor& weigh
 
 inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (x.is_cpu()) {
-    if (few_rows_linear_applies(x, weight, bias)) return few_rows_linear(x, weight, bias);
     if (x.dim() >= 1 && x.numel() == x.size(-1)) {  // one row: cached decoding of one sequence
       const auto row = x.reshape({-1});
       auto y = bias.defined() ? at::addmv(bias, weight, row) : at::mv(weight, row);
@@ -49,6 +48,7 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
       sizes.back() = weight.size(0);
       return y.view(sizes);
     }
+    if (few_rows_linear_applies(x, weight, bias)) return few_rows_linear(x, weight, bias);
     if (!bias.defined()) return x.matmul(weight.t());
     if (x.dim() == 2) return torch::addmm(bias, x, weight.t());
     auto y = x.matmul(weight.t());
