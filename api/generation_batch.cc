@@ -2,10 +2,12 @@
 // (TextGenerator::join left-pads the shorter history), each row is chosen on its own (its
 // sampling settings and its own seeded generator, as a prompt alone draws), and rows that end
 // leave it (DecoderState::select, then TextGenerator::trim). The rows are spread over one
-// shard per intra-op thread, whose steps run side by side.
+// shard per intra-op thread. step() steps every shard side by side and waits for the slowest;
+// run() gives each shard its own thread and loop, so that none waits for another.
 #include "zoo/zoo.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 #include "api/generator_impl.h"
@@ -164,6 +166,51 @@ struct GenerationBatch::Impl {
     keep_rows(s, [](Row& row) { return !row.ended; });
   }
 
+  // The request checked and its prompt encoded; null when it ends at once (max_new_tokens 0).
+  std::unique_ptr<Row> make_row(GenerationRequest request) {
+    const GenerationOptions& o = request.options;
+    api::check_options(o);
+    if (o.beam_size != 1) throw Error("GenerationBatch: beam_size must be 1 (beam search runs apart: Generator::generate)");
+    if (request.prompt.empty()) throw Error("the prompt is empty; give it some text");
+    data::check_utf8(request.prompt, "the prompt");
+    auto row = std::make_unique<Row>();
+    std::string warning;
+    row->prompt = generator.prompt_ids(request.prompt, 0, &warning);
+    if (!warning.empty()) {
+      if (!request.truncate_prompt)
+        throw Error(cat("the prompt has more tokens than the model's context (", generator.model->context_size(),
+                        "); shorten it, or allow it to be cut"));
+      row->result.warnings.push_back("the prompt" + warning.substr(warning.find(" has ")));
+    }
+    row->sampling = api::sampling_of(o);
+    row->draws = at::detail::createCPUGenerator(row->sampling.seed);
+    row->history = row->prompt;
+    row->in_window = row->prompt.size();
+    row->result.prompt_tokens = static_cast<int64_t>(row->prompt.size());
+    row->request = std::move(request);
+    Row* raw = row.get();
+    row->stream = std::make_unique<TextStream>(*generator.model, o.stop, [raw](const std::string& piece) {
+      if (!raw->cancelled && raw->request.on_text && !raw->request.on_text(piece)) raw->cancelled = true;
+    });
+    if (o.max_new_tokens == 0) {
+      finish(*row, /*by_length=*/true);
+      return nullptr;
+    }
+    return row;
+  }
+
+  // run()'s loop for one shard, on its own thread: feed, then a step, until the feed ends it.
+  void loop(Shard& s, size_t share, const GenerationBatch::Feed& feed, const std::atomic<bool>& failed) {
+    const auto add = [&](GenerationRequest r) {
+      if (auto row = make_row(std::move(r))) s.joining.push_back(std::move(row));
+    };
+    while (!failed && feed(s.size(), share > s.size() ? share - s.size() : 0, s.size() == 0, add)) {
+      if (s.size() == 0) continue;
+      decode(s);
+      advance(s);
+    }
+  }
+
   void finish(Row& row, bool by_length) {
     row.ended = true;
     if (row.cancelled) return;
@@ -187,36 +234,8 @@ size_t GenerationBatch::size() const {
 }
 
 void GenerationBatch::add(GenerationRequest request) {
-  const GenerationOptions& o = request.options;
-  api::check_options(o);
-  if (o.beam_size != 1) throw Error("GenerationBatch: beam_size must be 1 (beam search runs apart: Generator::generate)");
-  if (request.prompt.empty()) throw Error("the prompt is empty; give it some text");
-  data::check_utf8(request.prompt, "the prompt");
   torch::NoGradGuard no_grad;
-  auto row = std::make_unique<Row>();
-  std::string warning;
-  row->prompt = impl_->generator.prompt_ids(request.prompt, 0, &warning);
-  if (!warning.empty()) {
-    if (!request.truncate_prompt)
-      throw Error(cat("the prompt has more tokens than the model's context (", impl_->generator.model->context_size(),
-                      "); shorten it, or allow it to be cut"));
-    row->result.warnings.push_back("the prompt" + warning.substr(warning.find(" has ")));
-  }
-  row->sampling = api::sampling_of(o);
-  row->draws = at::detail::createCPUGenerator(row->sampling.seed);
-  row->history = row->prompt;
-  row->in_window = row->prompt.size();
-  row->result.prompt_tokens = static_cast<int64_t>(row->prompt.size());
-  row->request = std::move(request);
-  Row* raw = row.get();
-  row->stream = std::make_unique<TextStream>(*impl_->generator.model, o.stop, [raw](const std::string& piece) {
-    if (!raw->cancelled && raw->request.on_text && !raw->request.on_text(piece)) raw->cancelled = true;
-  });
-  if (o.max_new_tokens == 0) {
-    impl_->finish(*row, /*by_length=*/true);
-    return;
-  }
-  impl_->emptiest().joining.push_back(std::move(row));
+  if (auto row = impl_->make_row(std::move(request))) impl_->emptiest().joining.push_back(std::move(row));
 }
 
 void GenerationBatch::step() {
@@ -225,16 +244,28 @@ void GenerationBatch::step() {
   std::vector<Shard*> busy;
   for (auto& s : b.shards)
     if (s.size() > 0) busy.push_back(&s);
-  if (busy.size() == 1) {
-    b.decode(*busy[0]);  // with every intra-op thread
-  } else if (busy.size() > 1) {
-    ScopedSingleThreadedBlas blas;  // each shard's products on its own core
-    at::parallel_for(0, static_cast<int64_t>(busy.size()), 1, [&](int64_t begin, int64_t end) {
-      torch::NoGradGuard no_grad_here;  // thread-local
-      for (int64_t i = begin; i < end; ++i) b.decode(*busy[static_cast<size_t>(i)]);
-    });
-  }
+  // Several: each shard's step on its own core; one: with every intra-op thread.
+  run_side_by_side(busy.size(), [&](size_t i) { b.decode(*busy[i]); });
   for (Shard* s : busy) b.advance(*s);
+}
+
+void GenerationBatch::run(size_t max_rows, const Feed& feed) {
+  Impl& b = *impl_;
+  torch::NoGradGuard no_grad;
+  // Fewer rows than shards: one shard, its operations on every intra-op thread (as step() runs
+  // a single busy shard).
+  const size_t k = max_rows < b.shards.size() ? 1 : b.shards.size();
+  std::atomic<bool> failed{false};
+  const auto loop = [&](size_t i) {
+    try {
+      b.loop(b.shards[i], max_rows / k + (i < max_rows % k ? 1 : 0), feed, failed);
+    } catch (...) {
+      failed = true;  // the other loops stop before their next step
+      throw;
+    }
+  };
+  if (k == 1) loop(0);
+  else run_side_by_side(k, loop);  // a loop per thread, each on its own core
 }
 
 }  // namespace zoo

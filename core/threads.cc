@@ -6,12 +6,15 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <string>
 #include <thread>
 
 #include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
 
 namespace zoo {
 
@@ -31,6 +34,27 @@ ScopedSingleThreadedBlas::ScopedSingleThreadedBlas() {
 
 ScopedSingleThreadedBlas::~ScopedSingleThreadedBlas() {
   if (saved_ > 1) openblas_threads().set(saved_);
+}
+
+void run_side_by_side(size_t n, const std::function<void(size_t)>& task) {
+  const auto threads = static_cast<size_t>(std::max(1, at::get_num_threads()));
+  if (n <= 1 || threads == 1 || at::in_parallel_region()) {
+    for (size_t i = 0; i < n; ++i) task(i);
+    return;
+  }
+  const bool grad = c10::GradMode::is_enabled();
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  ScopedSingleThreadedBlas blas;
+  at::parallel_for(0, static_cast<int64_t>(std::min(n, threads)), 1, [&](int64_t, int64_t) {
+    c10::AutoGradMode mode(grad);  // thread-local
+    try {
+      for (size_t i = next++; i < n && !failed; i = next++) task(i);
+    } catch (...) {
+      failed = true;  // the other threads take no more tasks
+      throw;
+    }
+  });
 }
 
 namespace {

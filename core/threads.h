@@ -4,6 +4,8 @@
 // of LibTorch's threads its own matrix products. Why each setting pays is measured in
 // docs/results.md (Benchmarks).
 
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +34,14 @@ class ScopedSingleThreadedBlas {
  private:
   int saved_ = 0;
 };
+
+/// Runs task(i) for every i in [0, n) on LibTorch's intra-op threads, each thread taking the
+/// next task when it is free, each task's operations single-threaded on its own core (inside
+/// the parallel region, OpenBLAS single-threaded): for independent pieces of work too small
+/// to gain from spreading each operation over the cores. In order on the calling thread when
+/// there is one thread or one task, or inside a parallel region. Every thread runs with the
+/// caller's grad mode; the first exception is rethrown once every thread has stopped.
+void run_side_by_side(size_t n, const std::function<void(size_t)>& task);
 
 /// Sets LibTorch's intra-op threads (0: one per core, unless OMP_NUM_THREADS is set) and,
 /// when LibTorch runs BLAS through OpenBLAS's own thread pool, gives OpenBLAS as many threads

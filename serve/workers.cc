@@ -74,7 +74,7 @@ void CompletionWorker::submit(const std::shared_ptr<CompletionJob>& job) {
                    "", "", "queue_full");
   for (size_t i = 0; i < job->rows.size(); ++i) pending_.emplace_back(job, i);
   metrics_.queued += static_cast<int64_t>(job->rows.size());
-  wake_.notify_one();
+  wake_.notify_all();  // every shard's thread with no rows
 }
 
 void CompletionWorker::stop(bool now) {
@@ -82,52 +82,54 @@ void CompletionWorker::stop(bool now) {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
     stop_now_ = stop_now_ || now;
-    wake_.notify_one();
+    wake_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
 }
 
-// Rows that may join the batch now (up to max_rows); false when the thread should end.
-bool CompletionWorker::take(std::vector<std::pair<std::shared_ptr<CompletionJob>, size_t>>& taken) {
+// GenerationBatch::run's feed, on a shard's thread: up to `room` waiting rows join it; false
+// when the shard's loop should end (at once, or draining: nothing waits and it has no rows).
+bool CompletionWorker::feed(size_t rows, size_t room, bool idle, const std::function<void(GenerationRequest)>& add) {
   std::unique_lock<std::mutex> lock(mutex_);
-  wake_.wait(lock, [&] { return stop_ || !pending_.empty() || batch_.size() > 0; });
-  if (stop_now_ || (stop_ && pending_.empty() && batch_.size() == 0)) return false;
-  while (!pending_.empty() && static_cast<int64_t>(batch_.size() + taken.size()) < max_rows_) {
-    taken.push_back(std::move(pending_.front()));
+  // A timeout, so that a thread with no rows notices when another one's step failed.
+  if (idle) wake_.wait_for(lock, std::chrono::milliseconds(50), [&] { return stop_ || !pending_.empty(); });
+  if (stop_now_ || (stop_ && pending_.empty() && rows == 0)) return false;
+  active_.erase(std::remove_if(active_.begin(), active_.end(), [](const auto& j) { return j->finished(); }),
+                active_.end());
+  while (room > 0 && !pending_.empty()) {
+    auto [job, row] = std::move(pending_.front());
     pending_.pop_front();
     --metrics_.queued;
+    if (job->finished()) continue;  // its client left, or another of its rows failed
+    try {
+      add(job->rows[row]);
+      --room, ++rows;
+      if (std::find(active_.begin(), active_.end(), job) == active_.end()) active_.push_back(job);
+    } catch (const Error& e) {
+      job->fail(invalid(e.what(), "prompt"));
+    }
   }
+  if (rows > 0) metrics_.batch(model_, static_cast<int64_t>(rows));
   return true;
 }
 
 void CompletionWorker::run() {
-  std::vector<std::pair<std::shared_ptr<CompletionJob>, size_t>> taken;
-  while (take(taken)) {
-    for (auto& [job, row] : taken) {
-      if (job->finished()) continue;  // its client left, or another of its rows failed
-      try {
-        batch_.add(job->rows[row]);
-        if (std::find(active_.begin(), active_.end(), job) == active_.end()) active_.push_back(job);
-      } catch (const Error& e) {
-        job->fail(invalid(e.what(), "prompt"));
-      }
-    }
-    taken.clear();
-    if (batch_.size() == 0) continue;
-    metrics_.batch(model_, static_cast<int64_t>(batch_.size()));
+  for (;;) {
     try {
-      batch_.step();
+      batch_.run(static_cast<size_t>(max_rows_), [this](size_t rows, size_t room, bool idle, const auto& add) {
+        return feed(rows, room, idle, add);
+      });
+      break;  // stopped
     } catch (const std::exception& e) {  // the model failed (not finite, out of memory): every row fails
+      std::lock_guard<std::mutex> lock(mutex_);
       for (auto& job : active_) job->fail(ApiError(500, std::string("generation failed: ") + e.what()));
       active_.clear();
       batch_ = GenerationBatch(generator_);
     }
-    active_.erase(std::remove_if(active_.begin(), active_.end(), [](const auto& j) { return j->finished(); }),
-                  active_.end());
   }
-  // Stopped now: whatever is left fails.
-  for (auto& job : active_) job->fail(ApiError(503, "the server is shutting down", "", "server_error", "shutting_down"));
+  // Stopped: whatever is left fails (nothing, when it drained).
   std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& job : active_) job->fail(ApiError(503, "the server is shutting down", "", "server_error", "shutting_down"));
   for (auto& [job, row] : pending_)
     job->fail(ApiError(503, "the server is shutting down", "", "server_error", "shutting_down"));
   metrics_.queued -= static_cast<int64_t>(pending_.size());

@@ -1,6 +1,7 @@
 #pragma once
-// The threads that run zoo serve's models. A CompletionWorker owns one GenerationBatch and
-// steps it as long as rows are decoding; requests join it between steps (continuous batching).
+// The threads that run zoo serve's models. A CompletionWorker owns one GenerationBatch and runs
+// it (GenerationBatch::run: a loop per shard); requests join it between steps (continuous
+// batching).
 // A BatchWorker gathers translation, classification or embedding requests for a few
 // milliseconds and answers them with one call of the library. Both refuse work past their queue
 // at once (429), never by waiting.
@@ -59,7 +60,7 @@ class CompletionWorker {
 
  private:
   void run();
-  bool take(std::vector<std::pair<std::shared_ptr<CompletionJob>, size_t>>& taken);
+  bool feed(size_t rows, size_t room, bool idle, const std::function<void(GenerationRequest)>& add);
   const Generator& generator_;
   std::string model_;
   int64_t max_rows_, max_queue_;
@@ -68,7 +69,7 @@ class CompletionWorker {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::pair<std::shared_ptr<CompletionJob>, size_t>> pending_;
-  std::vector<std::shared_ptr<CompletionJob>> active_;  // jobs with rows in the batch
+  std::vector<std::shared_ptr<CompletionJob>> active_;  // jobs with rows in the batch (under mutex_)
   bool stop_ = false, stop_now_ = false;
   std::thread thread_;
 };

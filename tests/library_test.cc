@@ -2,8 +2,10 @@
 // answers against the command line's, 8 threads against one, and the errors they promise.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "fixtures.h"
@@ -146,6 +148,70 @@ TEST_F(Library, GenerationBatchRowsDecodeAsTheyWouldAlone) {
     EXPECT_EQ(done[0].prompt_tokens, 32);
     at::set_num_threads(threads);
   }
+}
+
+// run(): a loop per shard, fed between its steps. Rows fed while others decode give the text
+// each prompt gives alone; never more than max_rows decode at once; the loops end when the
+// feed says so; an exception in one loop ends them all and comes out of run().
+TEST_F(Library, GenerationBatchRunFeedsEachShardOnItsOwnLoop) {
+  const Generator g(gpt());
+  const std::vector<std::string> prompts = {"the cat", "a dog ran in the", "w", "the cat sat on the mat. we sing",
+                                            "we", "a cat and a dog"};
+  GenerationOptions o;
+  o.greedy = true;
+  o.max_new_tokens = 40;  // past the 32 positions
+  std::vector<Generation> alone;
+  for (const auto& p : prompts) alone.push_back(g.generate({p}, o)[0]);
+
+  const int threads = at::get_num_threads();
+  for (auto [shards, max_rows] : {std::pair{1, 3}, std::pair{2, 3}, std::pair{2, 1}}) {
+    SCOPED_TRACE(cat(shards, " shard(s), max_rows ", max_rows));
+    at::set_num_threads(shards);
+    GenerationBatch batch(g);
+    std::mutex mutex;
+    size_t next = 0, feeds = 0, in_flight = 0, most = 0;
+    std::vector<Generation> done(prompts.size());
+    std::vector<std::string> streamed(prompts.size());
+    batch.run(static_cast<size_t>(max_rows), [&](size_t rows, size_t room, bool, const auto& add) {
+      std::lock_guard<std::mutex> lock(mutex);
+      // One prompt every few calls, so that rows join others that are decoding.
+      const bool adding = ++feeds % 5 == 0 && room > 0 && next < prompts.size();
+      if (adding && room > 0 && next < prompts.size()) {
+        const size_t i = next++;
+        GenerationRequest r;
+        r.prompt = prompts[i];
+        r.options = o;
+        r.on_text = [&, i](const std::string& piece) {
+          std::lock_guard<std::mutex> l(mutex);
+          return streamed[i] += piece, true;
+        };
+        r.on_done = [&, i](Generation gen) {
+          std::lock_guard<std::mutex> l(mutex);
+          done[i] = std::move(gen), --in_flight;
+        };
+        add(std::move(r));
+        most = std::max(most, ++in_flight);
+      }
+      return next < prompts.size() || rows > 0 || adding;  // false: this loop ends
+    });
+    EXPECT_EQ(next, prompts.size());
+    EXPECT_EQ(in_flight, 0u);
+    EXPECT_LE(most, static_cast<size_t>(max_rows));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(done[i].tokens, alone[i].tokens) << "prompt " << i;
+      EXPECT_EQ(streamed[i], alone[i].text) << "prompt " << i;
+      EXPECT_NEAR(done[i].logprob, alone[i].logprob, 1e-3) << "prompt " << i;
+    }
+    // A loop that throws ends every loop; run() rethrows.
+    std::atomic<int> calls{0};
+    EXPECT_THROW(batch.run(4,
+                           [&](size_t, size_t, bool, const auto&) -> bool {
+                             if (++calls == 20) throw Error("fed badly");
+                             return true;
+                           }),
+                 Error);
+  }
+  at::set_num_threads(threads);
 }
 
 TEST_F(Library, TranslatorGivesTheCommandLinesTranslations) {

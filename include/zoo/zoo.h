@@ -101,7 +101,7 @@ struct GenerationRequest {
 /// context goes on from the last half of its window, as Generator does. On a CPU the rows are
 /// spread over one shard per intra-op thread (at::get_num_threads() when the batch is made),
 /// whose forward passes run side by side, each on one core. Not thread-safe: one thread calls
-/// add() and step() (the callbacks run on it); the Generator must outlive the batch.
+/// add() and step() (the callbacks run on it), or run(); the Generator must outlive the batch.
 class ZOO_API GenerationBatch {
  public:
   explicit GenerationBatch(const Generator& generator);
@@ -114,6 +114,21 @@ class ZOO_API GenerationBatch {
   void add(GenerationRequest request);
   /// One decoding step for every row; rows that end call on_done and leave.
   void step();
+  /// What run() asks before each step of a shard, on that shard's thread: feed(rows, room, idle,
+  /// add) adds up to `room` requests with add() (which throws zoo::Error for a bad request, as
+  /// add() does) and returns false to end the shard's loop (rows still decoding are dropped
+  /// without on_done). `rows`: the shard's rows; `idle`: it has none, so feed may wait for work;
+  /// briefly, since a failed step ends run() only once every loop has come back from feed.
+  using Feed =
+      std::function<bool(size_t rows, size_t room, bool idle, const std::function<void(GenerationRequest)>& add)>;
+  /// Decodes until every shard's feed has returned false: each shard in its own loop on its own
+  /// thread, never waiting for the others (step() waits for the slowest shard at every step;
+  /// with fewer threads than shards, the loops run one after the other).
+  /// At most max_rows rows at a time, shared evenly by the shards (fewer rows than shards: one
+  /// shard, its operations on every intra-op thread, as step() runs one). The callbacks run on the
+  /// shards' threads, at the same time for rows of different shards. A step's exception ends
+  /// every loop and is rethrown.
+  void run(size_t max_rows, const Feed& feed);
   /// Rows decoding.
   size_t size() const;
 
