@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "data/text.h"
 #include "io/checkpoint.h"
 #include "io/inference_model.h"
@@ -38,23 +39,34 @@ std::vector<SentenceTranslation> SentenceTranslator::translate(const std::vector
   if (ids.empty()) return out;
   const auto params = model_->module()->parameters();
   const torch::Device device = params.empty() ? torch::Device(torch::kCPU) : params[0].device();
-  for (const auto& batch : data::bucket_batches(lengths, std::max<int64_t>(1, batch_size), 0, /*shuffle=*/false)) {
-    std::vector<std::vector<int64_t>> rows;
-    for (int64_t k : batch) rows.push_back(ids[k]);
-    const auto hyps = models::generate(*model_, data::pad_sequences(rows).to(device), options, constraint);
-    for (size_t j = 0; j < batch.size(); ++j) {
-      const models::Hypothesis& h = hyps[j].at(0);
-      SentenceTranslation& t = out[where[batch[j]]];
-      const auto s_len = static_cast<int64_t>(rows[j].size());
-      t.text = text_.detokenize(h.tokens);
-      t.target_tokens = text_.target_tokens(h.tokens);
-      t.attention = h.attention.defined() ? h.attention.narrow(1, 0, s_len).to(torch::kCPU, torch::kFloat).contiguous()
-                                          : torch::zeros({static_cast<int64_t>(h.tokens.size()), s_len});
-      t.score = h.score;
-      t.finished = h.finished;
-    }
+  const auto batches = data::bucket_batches(lengths, std::max<int64_t>(1, batch_size), 0, /*shuffle=*/false);
+  const auto run = [&](size_t b) { translate_batch(ids, batches[b], options, constraint, device, where, out); };
+  if (device.is_cpu()) {
+    run_side_by_side(batches.size(), run);  // a batch per thread, each on its own core
+  } else {
+    for (size_t b = 0; b < batches.size(); ++b) run(b);
   }
   return out;
+}
+
+void SentenceTranslator::translate_batch(const std::vector<std::vector<int64_t>>& ids, const std::vector<int64_t>& batch,
+                                         const models::GenerationOptions& options, const models::Constraint* constraint,
+                                         const torch::Device& device, const std::vector<size_t>& where,
+                                         std::vector<SentenceTranslation>& out) const {
+  std::vector<std::vector<int64_t>> rows;
+  for (int64_t k : batch) rows.push_back(ids[k]);
+  const auto hyps = models::generate(*model_, data::pad_sequences(rows).to(device), options, constraint);
+  for (size_t j = 0; j < batch.size(); ++j) {
+    const models::Hypothesis& h = hyps[j].at(0);
+    SentenceTranslation& t = out[where[batch[j]]];
+    const auto s_len = static_cast<int64_t>(rows[j].size());
+    t.text = text_.detokenize(h.tokens);
+    t.target_tokens = text_.target_tokens(h.tokens);
+    t.attention = h.attention.defined() ? h.attention.narrow(1, 0, s_len).to(torch::kCPU, torch::kFloat).contiguous()
+                                        : torch::zeros({static_cast<int64_t>(h.tokens.size()), s_len});
+    t.score = h.score;
+    t.finished = h.finished;
+  }
 }
 
 data::TranslationText load_translation_text(const std::string& dir, const json& config) {

@@ -33,7 +33,8 @@ class SentenceTranslator {
   models::GenerationOptions generation_options(int64_t num_beams, int64_t max_length,
                                                double length_penalty = 1.0) const;
   /// Translates raw sentences (one SentenceTranslation per sentence, in order), in batches of
-  /// similar source lengths on the model's device. Empty (all-space) sentences give an empty
+  /// similar source lengths on the model's device; on a CPU the batches run side by side, one
+  /// per intra-op thread (run_side_by_side). Empty (all-space) sentences give an empty
   /// SentenceTranslation; characters outside the vocabulary become the OOV token.
   /// `truncate` cuts sources longer than the model reads (else the load's data.truncate_source
   /// decides).
@@ -53,6 +54,12 @@ class SentenceTranslator {
   void select_attention_head(int64_t head) { model_->select_attention_head(head); }
 
  private:
+  // The sentences ids[batch] searched together; their translations go to out[where[...]].
+  void translate_batch(const std::vector<std::vector<int64_t>>& ids, const std::vector<int64_t>& batch,
+                       const models::GenerationOptions& options, const models::Constraint* constraint,
+                       const torch::Device& device, const std::vector<size_t>& where,
+                       std::vector<SentenceTranslation>& out) const;
+
   std::shared_ptr<models::EncoderDecoder> model_;
   data::TranslationText text_;
 };

@@ -1,7 +1,10 @@
 #include "serve/models.h"
 
+#include <algorithm>
 #include <ctime>
 #include <iostream>
+
+#include <ATen/Parallel.h>
 
 #include "serve/server.h"  // ServeOptions
 
@@ -33,7 +36,9 @@ void answer_group(const std::vector<std::shared_ptr<BatchJob>>& group, Inputs in
 }
 
 json translations(const Translator& t, TranslationOptions o, const std::vector<std::string>& input, int64_t batch) {
-  o.batch_size = batch;
+  // The gathered sentences split into a batch per thread, which Translator runs side by side.
+  const auto n = static_cast<int64_t>(input.size()), threads = static_cast<int64_t>(std::max(1, at::get_num_threads()));
+  o.batch_size = std::max<int64_t>(1, std::min(batch, (n + threads - 1) / threads));
   json items = json::array();
   for (auto& tr : t.translate(input, o)) {
     json item = {{"text", tr.text}, {"score", tr.score}, {"finished", tr.finished}};

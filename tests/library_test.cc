@@ -214,6 +214,31 @@ TEST_F(Library, GenerationBatchRunFeedsEachShardOnItsOwnLoop) {
   at::set_num_threads(threads);
 }
 
+// On a CPU with two threads the batches run side by side (run_side_by_side): the same
+// translations, scores and attention as one thread running them in turn.
+TEST_F(Library, TranslatorBatchesSideBySideGiveTheSameTranslations) {
+  const Translator t(mt());
+  TranslationOptions o;
+  o.beam_size = 2;
+  o.batch_size = 2;
+  o.return_attention = true;
+  const std::vector<std::string> sources = {"三只红猫。", "四只黄猫。", "红猫。", "三只黄猫和四只红猫。", "猫。",
+                                            "四只猫。", "黄猫和红猫。"};
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const auto one = t.translate(sources, o);
+  at::set_num_threads(2);
+  const auto two = t.translate(sources, o);
+  at::set_num_threads(threads);
+  ASSERT_EQ(one.size(), sources.size());
+  ASSERT_EQ(two.size(), sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    EXPECT_EQ(two[i].text, one[i].text) << i;
+    EXPECT_NEAR(two[i].score, one[i].score, 1e-5) << i;
+    EXPECT_EQ(two[i].attention, one[i].attention) << i;
+  }
+}
+
 TEST_F(Library, TranslatorGivesTheCommandLinesTranslations) {
   const Translator t(mt());
   TranslationOptions o;
