@@ -54,9 +54,17 @@ std::string SideTokenizer::tokens(const std::string& raw) const {
     for (const auto& w : data::python_split(raw)) out += " " + w;
     return out + " " + kEndToken;
   }
+  return framed(spm().encode_pieces(normalize(raw)));
+}
+
+const data::SentencePieceTokenizer& SideTokenizer::spm() const {
   if (!spm_) throw Error("SentencePiece tokenizer used before it was trained or loaded");
+  return *spm_;
+}
+
+std::string SideTokenizer::framed(const std::vector<std::string>& pieces) const {
   std::string out = source_ ? "" : kStartToken;
-  for (const auto& piece : spm_->encode_pieces(normalize(raw))) out += (out.empty() ? "" : " ") + piece;
+  for (const auto& piece : pieces) out += (out.empty() ? "" : " ") + piece;
   return out + (out.empty() ? "" : " ") + kEndToken;
 }
 
@@ -64,26 +72,24 @@ std::string SideTokenizer::tokens(const std::string& raw) const {
 // segmentation's, so both give the same ids for the same pieces.
 std::vector<std::vector<int64_t>> SideTokenizer::sample(const std::vector<std::string>& raws, int nbest_size,
                                                         float alpha, uint32_t seed) const {
-  if (!spm_) throw Error("SentencePiece tokenizer used before it was trained or loaded");
   std::vector<std::string> texts;
   texts.reserve(raws.size());
   for (const auto& raw : raws) texts.push_back(normalize(raw));
-  const auto& table = spm_->pieces();
+  const auto& table = spm().pieces();
   std::vector<std::vector<int64_t>> out;
   out.reserve(raws.size());
-  for (const auto& ids : spm_->sample(texts, nbest_size, alpha, seed)) {
-    std::string line = source_ ? "" : kStartToken;
-    for (int64_t id : ids) line += (line.empty() ? "" : " ") + table.at(static_cast<size_t>(id));
-    out.push_back(vocab_.encode(line + (line.empty() ? "" : " ") + kEndToken));
+  for (const auto& ids : spm().sample(texts, nbest_size, alpha, seed)) {
+    std::vector<std::string> pieces;
+    for (int64_t id : ids) pieces.push_back(table.at(static_cast<size_t>(id)));
+    out.push_back(vocab_.encode(framed(pieces)));
   }
   return out;
 }
 
 std::vector<std::string> SideTokenizer::sampleable_pieces() const {
-  if (!spm_) throw Error("SentencePiece tokenizer used before it was trained or loaded");
-  const auto& table = spm_->pieces();
+  const auto& table = spm().pieces();
   std::vector<std::string> out;
-  for (int64_t id : spm_->sampleable_ids()) out.push_back(table.at(static_cast<size_t>(id)));
+  for (int64_t id : spm().sampleable_ids()) out.push_back(table.at(static_cast<size_t>(id)));
   return out;
 }
 

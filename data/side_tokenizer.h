@@ -80,6 +80,10 @@ class SideTokenizer : public Tokenizer {
   void load(const std::string& dir);
 
  private:
+  // The SentencePiece model; throws zoo::Error before it is trained or loaded.
+  const data::SentencePieceTokenizer& spm() const;
+  // Subword pieces as this side's token line: <start> first on the target side, <end> last.
+  std::string framed(const std::vector<std::string>& pieces) const;
   std::string cutting_;
   bool source_;
   std::shared_ptr<data::SentencePieceTokenizer> spm_;
