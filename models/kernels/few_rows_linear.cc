@@ -1,6 +1,7 @@
 #include "models/kernels/few_rows_linear.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <ATen/Parallel.h>
 
@@ -34,32 +35,17 @@ ZOO_INLINE float lane_sum(v16 v) {
 }
 
 // Lanes in groups of G (each group the partial sums of one accumulator) folded to groups of
-// G/2, p's and q's groups interleaved: group 2j of the result is p's group j, 2j+1 q's.
+// G/2, p's and q's groups interleaved: group 2j of the result is p's group j, 2j+1 q's. Lane i
+// adds lane t and lane t + G/2 of group i / G (t = i % (G/2)) of p, or of q (lanes 16-31 of the
+// shuffle's pair) in the second half of each group.
+template <int G, int Half, int... I>
+constexpr v16i fold_mask(std::integer_sequence<int, I...>) {
+  return v16i{((I / G) * G + (I % G) % (G / 2) + Half * (G / 2) + ((I % G) >= G / 2 ? 16 : 0))...};
+}
 template <int G>
-v16 fold(v16 p, v16 q);
-template <>
-ZOO_INLINE v16 fold<16>(v16 p, v16 q) {
-  const v16i a = {0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23};
-  const v16i b = {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
-  return __builtin_shuffle(p, q, a) + __builtin_shuffle(p, q, b);
-}
-template <>
-ZOO_INLINE v16 fold<8>(v16 p, v16 q) {
-  const v16i a = {0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27};
-  const v16i b = {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31};
-  return __builtin_shuffle(p, q, a) + __builtin_shuffle(p, q, b);
-}
-template <>
-ZOO_INLINE v16 fold<4>(v16 p, v16 q) {
-  const v16i a = {0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29};
-  const v16i b = {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31};
-  return __builtin_shuffle(p, q, a) + __builtin_shuffle(p, q, b);
-}
-template <>
-ZOO_INLINE v16 fold<2>(v16 p, v16 q) {
-  const v16i a = {0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30};
-  const v16i b = {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31};
-  return __builtin_shuffle(p, q, a) + __builtin_shuffle(p, q, b);
+ZOO_INLINE v16 fold(v16 p, v16 q) {
+  constexpr auto lanes = std::make_integer_sequence<int, 16>{};
+  return __builtin_shuffle(p, q, fold_mask<G, 0>(lanes)) + __builtin_shuffle(p, q, fold_mask<G, 1>(lanes));
 }
 
 // Lane i of the result: the sum of a[i]'s lanes (15 additions of vectors, not 240 of floats).
