@@ -36,8 +36,10 @@ void answer_group(const std::vector<std::shared_ptr<BatchJob>>& group, Inputs in
 }
 
 json translations(const Translator& t, TranslationOptions o, const std::vector<std::string>& input, int64_t batch) {
-  // The gathered sentences split into a batch per thread, which Translator runs side by side.
-  const auto n = static_cast<int64_t>(input.size()), threads = static_cast<int64_t>(std::max(1, at::get_num_threads()));
+  // Outside a lane of BatchWorker (a GPU, or one lane), the gathered sentences split into a
+  // batch per thread, which Translator runs side by side.
+  const auto n = static_cast<int64_t>(input.size());
+  const int64_t threads = at::in_parallel_region() ? 1 : std::max(1, at::get_num_threads());
   o.batch_size = std::max<int64_t>(1, std::min(batch, (n + threads - 1) / threads));
   json items = json::array();
   for (auto& tr : t.translate(input, o)) {
@@ -108,8 +110,10 @@ std::unique_ptr<BatchWorker> Models::batch_worker(ServedModel& m, const std::str
                                         return embeddings(*m.encoder, r.pooling, all);
                                       });
     };
+  // On a CPU, a lane per thread: groups answered side by side, each on its own core.
+  const int64_t lanes = options_.device.is_cpu() ? at::get_num_threads() : 1;
   return std::make_unique<BatchWorker>(m.name, std::move(run), batch, options_.max_queue,
-                                       std::chrono::milliseconds(options_.gather_ms), metrics_);
+                                       std::chrono::milliseconds(options_.gather_ms), metrics_, lanes);
 }
 
 void Models::load() {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/threads.h"
+
 namespace zoo::serve {
 
 // ---- CompletionJob ------------------------------------------------------------------------------
@@ -158,9 +160,9 @@ bool BatchJob::wait(std::chrono::milliseconds timeout) {
 }
 
 BatchWorker::BatchWorker(std::string model, Run answer, int64_t max_inputs, int64_t max_queue,
-                         std::chrono::milliseconds gather, Metrics& metrics)
+                         std::chrono::milliseconds gather, Metrics& metrics, int64_t lanes)
     : model_(std::move(model)), run_(std::move(answer)), max_inputs_(max_inputs), max_queue_(max_queue),
-      gather_(gather), metrics_(metrics), thread_([this] { this->run(); }) {}
+      lanes_(std::max<int64_t>(1, lanes)), gather_(gather), metrics_(metrics), thread_([this] { this->run(); }) {}
 
 BatchWorker::~BatchWorker() { stop(); }
 
@@ -174,49 +176,60 @@ void BatchWorker::submit(const std::shared_ptr<BatchJob>& job) {
                    "", "", "queue_full");
   pending_.push_back(job);
   ++metrics_.queued;
-  wake_.notify_one();
+  wake_.notify_all();  // every idle lane
 }
 
 void BatchWorker::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
-    wake_.notify_one();
+    wake_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
 }
 
 void BatchWorker::run() {
-  for (;;) {
-    std::vector<std::shared_ptr<BatchJob>> group;
-    int64_t taken = 0;  // the group's inputs
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
-      if (pending_.empty()) return;  // stopped, every job answered
-      // Gather: wait a little for more requests, unless the first ones fill a batch.
-      const auto until = Clock::now() + gather_;
-      auto inputs = [&] {
-        int64_t n = 0;
-        for (const auto& j : pending_) n += static_cast<int64_t>(j->inputs);
-        return n;
-      };
-      while (!stop_ && inputs() < max_inputs_ && wake_.wait_until(lock, until) != std::cv_status::timeout) {
-      }
-      const std::string key = pending_.front()->key;
-      for (auto it = pending_.begin(); it != pending_.end();) {
-        const bool fits = group.empty() || taken + static_cast<int64_t>((*it)->inputs) <= max_inputs_;
-        if ((*it)->key == key && fits) {
-          taken += static_cast<int64_t>((*it)->inputs);
-          group.push_back(*it);
-          it = pending_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      metrics_.queued -= static_cast<int64_t>(group.size());
+  const int64_t k = max_inputs_ < lanes_ ? 1 : lanes_;
+  run_side_by_side(static_cast<size_t>(k), [&](size_t i) {
+    answer_groups(max_inputs_ / k + (static_cast<int64_t>(i) < max_inputs_ % k ? 1 : 0));
+  });
+}
+
+std::vector<std::shared_ptr<BatchJob>> BatchWorker::next_group(int64_t most) {
+  std::vector<std::shared_ptr<BatchJob>> group;
+  int64_t taken = 0;  // the group's inputs
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto inputs = [&] {
+    int64_t n = 0;
+    for (const auto& j : pending_) n += static_cast<int64_t>(j->inputs);
+    return n;
+  };
+  do {  // until some wait that another lane did not take
+    wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+    if (pending_.empty()) return group;  // stopped, every job answered
+    // Gather: wait a little for more requests, unless the first ones fill a batch.
+    const auto until = Clock::now() + gather_;
+    while (!stop_ && inputs() < most && wake_.wait_until(lock, until) != std::cv_status::timeout) {
     }
-    metrics_.batch(model_, taken);
+  } while (pending_.empty());
+  const std::string key = pending_.front()->key;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    const bool fits = group.empty() || taken + static_cast<int64_t>((*it)->inputs) <= most;
+    if ((*it)->key == key && fits) {
+      taken += static_cast<int64_t>((*it)->inputs);
+      group.push_back(*it);
+      it = pending_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  metrics_.queued -= static_cast<int64_t>(group.size());
+  metrics_.batch(model_, taken);
+  return group;
+}
+
+void BatchWorker::answer_groups(int64_t most) {
+  for (auto group = next_group(most); !group.empty(); group = next_group(most)) {
     try {
       run_(group);
     } catch (const std::exception&) {

@@ -94,17 +94,21 @@ class BatchWorker {
  public:
   /// Answers a group of jobs with one call (each job gets its items or its error).
   using Run = std::function<void(const std::vector<std::shared_ptr<BatchJob>>&)>;
+  /// `lanes`: groups answered at once, each on its own thread and core with at most its share
+  /// of max_inputs (a CPU's threads; 1 on a GPU, or when max_inputs is smaller).
   BatchWorker(std::string model, Run run, int64_t max_inputs, int64_t max_queue, std::chrono::milliseconds gather,
-              Metrics& metrics);
+              Metrics& metrics, int64_t lanes = 1);
   ~BatchWorker();
   void submit(const std::shared_ptr<BatchJob>& job);
   void stop();
 
  private:
   void run();
+  void answer_groups(int64_t most);  // one lane: groups of at most `most` inputs until stopped
+  std::vector<std::shared_ptr<BatchJob>> next_group(int64_t most);  // empty: stopped
   std::string model_;
   Run run_;
-  int64_t max_inputs_, max_queue_;
+  int64_t max_inputs_, max_queue_, lanes_;
   std::chrono::milliseconds gather_;
   Metrics& metrics_;
   std::mutex mutex_;

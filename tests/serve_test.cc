@@ -203,6 +203,25 @@ TEST_F(Serve, AnswersEveryTaskAsTheLibraryDoes) {
   EXPECT_EQ(tr["data"][0]["text"], expected.text) << tr;
   ASSERT_EQ(tr["data"][0]["attention"].size(), expected.attention.size());
   EXPECT_EQ(tr["data"][0]["attention"][0].size(), tr["data"][0]["source_tokens"].size());
+  // Requests at once, gathered into groups that run side by side: each the library's answer.
+  std::vector<std::string> chinese;  // the pair file's second column
+  for (size_t i = 0; i < std::min<size_t>(8, sentences.size()); ++i) {
+    const size_t tab = sentences[i].find('\t');
+    chinese.push_back(sentences[i].substr(tab + 1, sentences[i].find('\t', tab + 1) - tab - 1));
+  }
+  std::vector<std::future<json>> translated;
+  const size_t n = chinese.size();
+  for (size_t i = 0; i < n; ++i)
+    translated.push_back(std::async(std::launch::async, [&, i] {
+      auto mine = server.client();
+      return post(mine, "/v1/translate", {{"model", "mt"}, {"input", {chinese[i]}}, {"beam_size", 2}});
+    }));
+  for (size_t i = 0; i < n; ++i) {
+    const auto one = t.translate({chinese[i]}, to)[0];
+    const json got = translated[i].get();
+    EXPECT_EQ(got["data"][0]["text"], one.text) << i << " " << got;
+    EXPECT_NEAR(got["data"][0]["score"].get<double>(), one.score, 1e-4) << i;
+  }
   const Classifier cls(bert());
   const auto labels = cls.classify_texts({"a good film"}, 2)[0];
   const json cl = post(c, "/v1/classify", {{"model", "cls"}, {"input", {"a good film"}}, {"top_k", 2}});
