@@ -19,7 +19,7 @@
 //                 zoo classify (before its softmax)
 //   mt-encoder    the Transformer's encoder over every batch src_0.. (writes the states)
 //   mt-translate  models::generate, beam 4, max length 50, length penalty 1, over every batch,
-//                 as zoo translate does per batch; writes the tokens, one row per sentence
+//                 the batches side by side (run_side_by_side) as zoo translate runs them; writes the tokens, one row per sentence
 //   mt-sources    no timing: the source sentences of the text file --inputs as ids (zoo
 //                 translate's text side of the checkpoint), one line each, written to --out
 // --profile: a Chrome trace of the timed runs (LibTorch's profiler), for
@@ -180,10 +180,14 @@ int main(int argc, char** argv) {
       } else {
         const auto g = zoo::models::search_options(*model, model_int(section, "bos_id"), model_int(section, "eos_id"),
                                                    /*num_beams=*/4, /*max_length=*/50, /*length_penalty=*/1.0);
-        run = [model, srcs, g]() {
+        run = [model, srcs, g]() {  // the batches side by side, as SentenceTranslator::translate runs them
+          std::vector<std::vector<std::vector<int64_t>>> found(srcs.size());
+          zoo::run_side_by_side(srcs.size(), [&](size_t b) {
+            for (const auto& best : zoo::models::generate(*model, srcs[b], g)) found[b].push_back(best.at(0).tokens);
+          });
           std::vector<std::vector<int64_t>> tokens;
-          for (const auto& s : srcs)
-            for (const auto& best : zoo::models::generate(*model, s, g)) tokens.push_back(best.at(0).tokens);
+          for (auto& batch : found)
+            for (auto& t : batch) tokens.push_back(std::move(t));
           return one("tokens", ragged(tokens));
         };
       }
