@@ -57,8 +57,11 @@ TEST_F(HubDirs, ShardedExportsWriteAndLoad) {
   // A shard holds at most the limit, unless one tensor alone exceeds it (GPT-2's wte here).
   std::map<std::string, int> tensors_in;
   for (const auto& [name, file] : index["weight_map"].items()) ++tensors_in[file.get<std::string>()];
-  for (const auto& s : shards)
-    if (tensors_in[s] > 1) EXPECT_LE(fs::file_size(sharded + "/" + s), 20000u + 4096u) << s;
+  for (const auto& s : shards) {
+    if (tensors_in[s] > 1) {
+      EXPECT_LE(fs::file_size(sharded + "/" + s), 20000u + 4096u) << s;
+    }
+  }
   // The shards hold the same tensors as the one file (and Python reads them: the index's names).
   const auto one = safetensors::load(hf() + "/model.safetensors").tensors;
   const auto all = load_weights(sharded).tensors;
@@ -69,8 +72,9 @@ TEST_F(HubDirs, ShardedExportsWriteAndLoad) {
   const json generation = read_json_file(sharded + "/generation_config.json");
   EXPECT_EQ(generation.value("_from_model_config", false), true) << generation.dump();
   const json model = read_json_file(hf() + "/config.json");
-  if (model.contains("eos_token_id") && !model["eos_token_id"].is_null())
+  if (model.contains("eos_token_id") && !model["eos_token_id"].is_null()) {
     EXPECT_EQ(generation["eos_token_id"], model["eos_token_id"]) << generation.dump();
+  }
   // zoo reads its own shards like any other directory: the same text.
   EXPECT_EQ(generated(sharded), generated(hf()));
 }
