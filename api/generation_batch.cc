@@ -253,19 +253,17 @@ void GenerationBatch::run(size_t max_rows, const Feed& feed) {
   Impl& b = *impl_;
   torch::NoGradGuard no_grad;
   // Fewer rows than shards: one shard, its operations on every intra-op thread (as step() runs
-  // a single busy shard).
-  const size_t k = max_rows < b.shards.size() ? 1 : b.shards.size();
+  // a single busy shard); else a loop per thread, each on its own core.
+  const auto shares = split_evenly(max_rows, b.shards.size());
   std::atomic<bool> failed{false};
-  const auto loop = [&](size_t i) {
+  run_side_by_side(shares.size(), [&](size_t i) {
     try {
-      b.loop(b.shards[i], max_rows / k + (i < max_rows % k ? 1 : 0), feed, failed);
+      b.loop(b.shards[i], shares[i], feed, failed);
     } catch (...) {
       failed = true;  // the other loops stop before their next step
       throw;
     }
-  };
-  if (k == 1) loop(0);
-  else run_side_by_side(k, loop);  // a loop per thread, each on its own core
+  });
 }
 
 }  // namespace zoo

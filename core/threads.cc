@@ -36,6 +36,13 @@ ScopedSingleThreadedBlas::~ScopedSingleThreadedBlas() {
   if (saved_ > 1) openblas_threads().set(saved_);
 }
 
+std::vector<size_t> split_evenly(size_t total, size_t threads) {
+  const size_t k = total < threads || threads == 0 ? 1 : threads;
+  std::vector<size_t> shares(k, total / k);
+  for (size_t i = 0; i < total % k; ++i) ++shares[i];
+  return shares;
+}
+
 void run_side_by_side(size_t n, const std::function<void(size_t)>& task) {
   const auto threads = static_cast<size_t>(std::max(1, at::get_num_threads()));
   if (n <= 1 || threads == 1 || at::in_parallel_region()) {

@@ -35,6 +35,10 @@ class ScopedSingleThreadedBlas {
   int saved_ = 0;
 };
 
+/// `total` (rows, inputs) shared out among up to `threads` loops: total / threads each, the
+/// first total % threads one more; a single share of all when total is under `threads`.
+std::vector<size_t> split_evenly(size_t total, size_t threads);
+
 /// Runs task(i) for every i in [0, n) on LibTorch's intra-op threads, each thread taking the
 /// next task when it is free, each task's operations single-threaded on its own core (inside
 /// the parallel region, OpenBLAS single-threaded): for independent pieces of work too small

@@ -1,6 +1,5 @@
 #include "serve/models.h"
 
-#include <algorithm>
 #include <ctime>
 #include <iostream>
 
@@ -36,11 +35,7 @@ void answer_group(const std::vector<std::shared_ptr<BatchJob>>& group, Inputs in
 }
 
 json translations(const Translator& t, TranslationOptions o, const std::vector<std::string>& input, int64_t batch) {
-  // Outside a lane of BatchWorker (a GPU, or one lane), the gathered sentences split into a
-  // batch per thread, which Translator runs side by side.
-  const auto n = static_cast<int64_t>(input.size());
-  const int64_t threads = at::in_parallel_region() ? 1 : std::max(1, at::get_num_threads());
-  o.batch_size = std::max<int64_t>(1, std::min(batch, (n + threads - 1) / threads));
+  o.batch_size = batch;  // on a CPU each BatchWorker lane already holds its own core
   json items = json::array();
   for (auto& tr : t.translate(input, o)) {
     json item = {{"text", tr.text}, {"score", tr.score}, {"finished", tr.finished}};

@@ -189,10 +189,8 @@ void BatchWorker::stop() {
 }
 
 void BatchWorker::run() {
-  const int64_t k = max_inputs_ < lanes_ ? 1 : lanes_;
-  run_side_by_side(static_cast<size_t>(k), [&](size_t i) {
-    answer_groups(max_inputs_ / k + (static_cast<int64_t>(i) < max_inputs_ % k ? 1 : 0));
-  });
+  const auto shares = split_evenly(static_cast<size_t>(max_inputs_), static_cast<size_t>(lanes_));
+  run_side_by_side(shares.size(), [&](size_t i) { answer_groups(static_cast<int64_t>(shares[i])); });
 }
 
 std::vector<std::shared_ptr<BatchJob>> BatchWorker::next_group(int64_t most) {

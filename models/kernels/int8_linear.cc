@@ -129,14 +129,6 @@ ZOO_VECTOR_CLONES void quantize_row(const float* __restrict x, uint8_t* __restri
   for (int64_t i = 0; i < n; ++i) q[i] = static_cast<uint8_t>(std::min(std::max(std::nearbyint(x[i] * inverse) + zero, 0.f), qmax));
 }
 
-// The int8 loops' clones: with AVX-512 VNNI GCC turns the u8 x s8 sums into vpdpbusd (64
-// multiply-adds an instruction).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define ZOO_INT8_CLONES __attribute__((target_clones("arch=icelake-server", "avx512f", "avx2", "default")))
-#else
-#define ZOO_INT8_CLONES
-#endif
-
 // out[r] = sum_i w[r, i] q[i] for rows [first, last) of w (rows of k int8).
 ZOO_INT8_CLONES void dot_rows(const int8_t* __restrict w, const uint8_t* __restrict q, int32_t* __restrict out,
                                 int64_t first, int64_t last, int64_t k) {
