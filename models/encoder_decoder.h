@@ -46,6 +46,9 @@ class EncoderDecoder : public StepModel {
   virtual std::shared_ptr<torch::nn::Module> module() = 0;
   /// The id that right-pads sources and targets; the translation loss ignores it.
   virtual int64_t pad_id() const = 0;
+  /// Whether forward() in training draws random numbers only through apply_dropout (whose
+  /// seeds a batch slice can take from a stream of its own: train/slices.h).
+  virtual bool random_only_in_dropout() const { return true; }
   /// The longest source, and the most target steps, the model can take (a Transformer's
   /// position table); 0 = no limit.
   virtual int64_t max_positions() const { return 0; }

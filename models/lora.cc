@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "models/kernels/dropout.h"
 
 namespace zoo::models {
 namespace {
@@ -65,7 +66,7 @@ torch::Tensor lora_delta(const torch::Tensor& x, const torch::nn::Module& layer)
   const auto* a = dynamic_cast<const LoraFactorImpl*>(children[0].get());
   const auto* b = dynamic_cast<const LoraFactorImpl*>(children[1].get());
   if (!a || !b) return {};
-  const auto h = a->dropout > 0 && layer.is_training() ? torch::dropout(x, a->dropout, /*train=*/true) : x;
+  const auto h = a->dropout > 0 && layer.is_training() ? apply_dropout(x, a->dropout, /*training=*/true) : x;
   return h.matmul(a->weight.t()).matmul(b->weight.t()).mul(a->scaling);
 }
 

@@ -195,6 +195,8 @@ class Seq2SeqImpl : public torch::nn::Module, public EncoderDecoder {
   torch::Tensor attention(const DecoderState& state) const override;
   std::shared_ptr<torch::nn::Module> module() override { return shared_from_this(); }
   int64_t pad_id() const override { return o_.pad_id; }
+  /// torch::nn::GRU's dropout between layers draws from the default generator itself.
+  bool random_only_in_dropout() const override { return o_.num_layers == 1 || o_.dropout == 0; }
 
  private:
   Seq2SeqOptions o_;

@@ -265,7 +265,8 @@ TEST(BertPretraining, MlmOnlyWithDynamicMaskingTrainsAndResumesExactly) {
 
 // MLM alone without dropout on two cores: each batch is cut into one slice per core, each
 // slice's loss a mean over its own masked tokens and weighted by their number, so the run
-// logs the losses of the same run on one core; with dropout the batch stays whole.
+// logs the losses of the same run on one core. With dropout the batch is cut as well, each
+// slice's masks from a seed stream of its own: two runs log the same losses.
 TEST(BertPretraining, MlmAloneRunsAsOneSlicePerCoreWithTheWholeBatchsLosses) {
   test::TempDir dir;
   const std::string root = write_reviews(dir), cfg = dir / "bert.json";
@@ -286,9 +287,15 @@ TEST(BertPretraining, MlmAloneRunsAsOneSlicePerCoreWithTheWholeBatchsLosses) {
   ASSERT_EQ(b.size(), 5u);
   for (const auto& [step, loss] : a) EXPECT_NEAR(b.at(step), loss, 1e-5 * loss) << "step " << step;
 
-  auto dropout = train_on(2, "dropout", " --set model.hidden_dropout_prob=0.1");  // random draws: whole batches
+  auto dropout = train_on(2, "dropout", " --set model.hidden_dropout_prob=0.1");
+  auto again = train_on(2, "again", " --set model.hidden_dropout_prob=0.1");
   ASSERT_EQ(dropout.exit_code, 0) << dropout.output;
-  EXPECT_EQ(dropout.output.find("slices"), std::string::npos) << dropout.output;
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(dropout.output.find("cut into 2 slices, one per core"), std::string::npos) << dropout.output;
+  const auto c = test::train_losses(dir / "dropout"), d = test::train_losses(dir / "again");
+  ASSERT_EQ(c.size(), 5u);
+  EXPECT_EQ(c, d);
+  EXPECT_GT(std::abs(c.at(5) - b.at(5)), 1e-6);  // the masks did drop something
 }
 
 // model.pretraining_head electra (issue 39): the generator's MLM loss and the discriminator's

@@ -793,5 +793,37 @@ TEST(Dropout, ManualSeedReproducesTheMaskAndEachCallDrawsAnother) {
   EXPECT_FALSE(a.equal(b));
 }
 
+// Inside a DropoutSeedStream the masks come from the stream's base alone, whatever the default
+// generator holds, and each call takes the stream's next seed; closing it (streams nest) gives
+// the outer stream, then the default generator, back where they were.
+TEST(Dropout, ASeedStreamGivesTheSameMasksWhateverTheDefaultGenerator) {
+  auto x = torch::ones({10000});
+  auto masks = [&](uint64_t manual) {
+    torch::manual_seed(manual);
+    DropoutSeedStream stream(77);
+    auto first = apply_dropout(x, 0.5, true);
+    return std::pair{first, apply_dropout(x, 0.5, true)};
+  };
+  const auto [a1, a2] = masks(1);
+  const auto [b1, b2] = masks(2);
+  EXPECT_TRUE(a1.equal(b1));
+  EXPECT_TRUE(a2.equal(b2));
+  EXPECT_FALSE(a1.equal(a2));
+  {
+    DropoutSeedStream other(78);
+    EXPECT_FALSE(apply_dropout(x, 0.5, true).equal(a1));
+  }
+  torch::manual_seed(5);
+  const auto outside = apply_dropout(x, 0.5, true);
+  torch::manual_seed(5);
+  {
+    DropoutSeedStream outer(77);
+    EXPECT_TRUE(apply_dropout(x, 0.5, true).equal(a1));
+    { DropoutSeedStream inner(78); apply_dropout(x, 0.5, true); }
+    EXPECT_TRUE(apply_dropout(x, 0.5, true).equal(a2));  // the outer stream's second seed
+  }
+  EXPECT_TRUE(apply_dropout(x, 0.5, true).equal(outside));  // the generator was not drawn from
+}
+
 }  // namespace
 }  // namespace zoo

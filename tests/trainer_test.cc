@@ -7,6 +7,7 @@
 #include "fixtures.h"
 #include "train_fixtures.h"
 #include "models/vit.h"
+#include "models/kernels/dropout.h"
 #include "io/checkpoint.h"
 #include "io/checkpoint_average.h"
 #include "train/collective.h"
@@ -373,6 +374,48 @@ TEST(Trainer, PerCoreBatchSlicesGiveTheWholeBatchGradients) {
   forward_backward(loss_of, batch, 1.0, 2, params, [&](double v) { checked = v; });
   EXPECT_NEAR(checked, whole, 1e-6);  // the check sees the whole batch's loss
   EXPECT_THROW(forward_backward(loss_of, batch, 1.0, 2, params, [](double) { throw Error("stop"); }), Error);
+  at::set_num_threads(saved_threads);
+}
+
+// Dropout inside batch slices: each slice's masks come from its own seed stream, its base
+// drawn from the default generator in slice order, so a step replays from torch::manual_seed
+// whatever the threads' timing. Replayed here one slice after the other on this thread; two
+// dropout calls per slice, so that slices drawing straight from the generator would differ.
+TEST(Trainer, BatchSlicesTakeTheirDropoutMasksFromTheirOwnStreams) {
+  const int saved_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  torch::manual_seed(6);
+  torch::nn::Linear layer(5, 3);
+  const auto params = layer->parameters();
+  const Batch batch{{{"x", torch::randn({9, 5})}, {"y", torch::randint(0, 3, {9}, torch::kLong)}}, 9, 0};
+  auto loss_of = [&](const Batch& b) {
+    const auto h = models::apply_dropout(b["x"], 0.4, /*training=*/true);
+    return torch::nn::functional::cross_entropy(models::apply_dropout(layer->forward(h), 0.2, true), b["y"]);
+  };
+  double sliced = 0, again = 0;
+  torch::manual_seed(7);
+  const auto got = gradients_of(loss_of, batch, 1.0, 2, params, &sliced);
+  torch::manual_seed(7);
+  const auto got2 = gradients_of(loss_of, batch, 1.0, 2, params, &again);
+  EXPECT_EQ(sliced, again);
+
+  torch::manual_seed(7);
+  const uint64_t seeds[2] = {models::draw_dropout_seed(), models::draw_dropout_seed()};
+  for (auto& p : params) const_cast<torch::Tensor&>(p).mutable_grad() = torch::Tensor();
+  double replayed = 0;
+  for (int64_t i = 0, start = 0; i < 2; ++i) {
+    const int64_t n = i == 0 ? 5 : 4;  // slices of 5 and 4 examples
+    models::DropoutSeedStream stream(seeds[i]);
+    const auto loss = loss_of(batch.narrow(start, n)) * (static_cast<double>(n) / 9);
+    replayed += loss.item<double>();
+    loss.backward();
+    start += n;
+  }
+  EXPECT_NEAR(sliced, replayed, 1e-6);
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(got[i], params[i].grad(), 1e-5, 1e-6)) << "parameter " << i;
+    EXPECT_TRUE(torch::equal(got[i], got2[i])) << "parameter " << i << " differs between two identical steps";
+  }
   at::set_num_threads(saved_threads);
 }
 

@@ -22,6 +22,7 @@
 #include "train_fixtures.h"
 #include "translation_fixtures.h"
 #include "train/heatmap.h"
+#include "train/slices.h"
 #include "train/task_registry.h"
 
 namespace fs = std::filesystem;
@@ -203,6 +204,62 @@ TEST(TranslationData, BatchesArePaddedBucketedAndDeterministic) {
   EXPECT_DOUBLE_EQ(l1, l2);
   EXPECT_TRUE(std::isfinite(l1));
   EXPECT_NEAR(l1, std::log(static_cast<double>(task->target_vocab().size())), 1.0);
+}
+
+// Translation batches as one slice per core: the Transformer's (dropout or not) can be cut,
+// each slice counted by its target tokens, so that slices of unequal target lengths give the
+// whole batch's loss and gradients (counted by examples they would not); teacher forcing
+// below 1 and the GRU's dropout between layers (LibTorch's own draws) cannot be.
+TEST(TranslationData, BatchSlicesCountTheirTargetTokens) {
+  using torch::indexing::None;
+  using torch::indexing::Slice;
+  test::TempDir dir;
+  const std::string pairs = dir / "pairs.txt";
+  test::write_file(pairs, pair_file_text());
+  testing::internal::CaptureStderr();
+  auto task = make_translation_task(tiny_config(pairs, "", "transformer"));
+  json gru = json::parse(tiny_config(pairs));
+  gru["model"]["num_layers"] = 2, gru["model"]["dropout"] = 0.2;
+  const bool gru_dropout_splittable = make_translation_task(gru.dump())->splittable();
+  gru["model"]["dropout"] = 0.0;
+  const bool gru_splittable = make_translation_task(gru.dump())->splittable();
+  const bool forcing_splittable =
+      make_translation_task(tiny_config(pairs, R"(, "teacher_forcing_ratio": 0.5)"))->splittable();
+  testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(task->splittable());
+  EXPECT_TRUE(gru_splittable);
+  EXPECT_FALSE(gru_dropout_splittable);
+  EXPECT_FALSE(forcing_splittable);
+
+  task->prepare_training("");
+  Batch batch = task->make_train_batch(task->epoch_plan(42, 0, 8)[0], 1);
+  batch["labels"] = batch["labels"].clone();
+  batch["labels"].index_put_({Slice(0, 3), Slice(2, None)}, 0);  // the first rows' targets cut short
+  const auto& labels = batch["labels"];
+  const double tokens = labels.narrow(1, 1, labels.size(1) - 1).ne(0).sum().item<double>();
+  EXPECT_EQ(task->loss_terms(batch), tokens);
+
+  const int saved_threads = at::get_num_threads();
+  at::set_num_threads(2);
+  task->model()->train();
+  const auto params = task->model()->parameters();
+  auto loss_of = [&](const Batch& b) { return task->loss(b); };
+  auto terms_of = [&](const Batch& b) { return task->loss_terms(b); };
+  auto run = [&](int64_t shards, bool by_tokens, std::vector<torch::Tensor>* grads) {
+    for (auto& p : params) const_cast<torch::Tensor&>(p).mutable_grad() = torch::Tensor();
+    const std::function<double(const Batch&)> terms = by_tokens ? terms_of : std::function<double(const Batch&)>();
+    const double loss = forward_backward(loss_of, batch, 1.0, shards, params, {}, false, terms).total;
+    for (auto& p : params) grads->push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+    return loss;
+  };
+  std::vector<torch::Tensor> whole_grads, sliced_grads, naive_grads;
+  const double whole = run(1, true, &whole_grads), sliced = run(2, true, &sliced_grads);
+  const double naive = run(2, false, &naive_grads);
+  EXPECT_NEAR(sliced, whole, 1e-5);
+  EXPECT_GT(std::abs(naive - whole), 1e-4);  // the case needs the token counts
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_TRUE(torch::allclose(sliced_grads[i], whole_grads[i], 1e-4, 1e-6)) << "parameter " << i;
+  at::set_num_threads(saved_threads);
 }
 
 // train.r_drop_alpha (R-Drop) on the Transformer with dropout: the task's checks (ce + alpha *

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include "core/threads.h"
+#include "models/kernels/dropout.h"
 
 namespace zoo {
 
@@ -62,6 +63,8 @@ LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, co
   for (size_t i = 0; i < parts.size(); ++i)
     all_terms += terms[i] = terms_of ? terms_of(parts[i]) : static_cast<double>(parts[i].size);
   if (all_terms <= 0) return whole();  // nothing to average: the task's own answer for the batch
+  std::vector<uint64_t> dropout_seeds(parts.size());  // drawn in slice order: the same masks every run
+  for (auto& seed : dropout_seeds) seed = models::draw_dropout_seed();
   std::vector<LossValues> values(parts.size());
   std::vector<torch::autograd::variable_list> grads(parts.size());
   const bool grad_mode = torch::GradMode::is_enabled();
@@ -81,6 +84,7 @@ LossValues forward_backward(const std::function<Loss(const Batch&)>& loss_of, co
       for (int64_t i = begin; i < end; ++i) {
         if (terms[i] <= 0) continue;  // its loss would be a mean over nothing
         const double share = terms[i] / all_terms;
+        models::DropoutSeedStream stream(dropout_seeds[i]);  // forward and backward: its masks
         const Loss loss = loss_of(parts[i]);
         values[i] = loss_values(loss, share);
         grads[i] = torch::autograd::grad({loss.total * (weight * share)}, params, {}, /*retain_graph=*/false,

@@ -25,6 +25,9 @@ namespace zoo {
 /// Each slice's loss counts in proportion to `terms_of(slice)`, the number of terms its loss
 /// is a mean over (default: the slice's examples; e.g. the masked tokens of an MLM batch), so
 /// that the slices add up to the whole batch's mean; a slice with no terms is skipped.
+/// Dropout (models::apply_dropout) in a slice takes its seeds from a stream of the slice's
+/// own, its base drawn from the default CPU generator in slice order, so a step with dropout
+/// is as reproducible as one without; `loss_of` must draw no other random numbers.
 /// The loss and its parts as numbers (.item()), each times `share`.
 LossValues loss_values(const Loss& loss, double share = 1.0);
 

@@ -72,7 +72,8 @@ class Task {
   virtual Loss loss(const Batch& batch) = 0;
   /// True when loss() may run on slices of a batch at the same time from several threads
   /// and the batch's loss is the mean of the slices' losses weighted by loss_terms() (every
-  /// tensor batch-first, no randomness in the forward pass, no state changed by loss()). The
+  /// tensor batch-first, no random draws in the forward pass but models::apply_dropout's, no
+  /// state changed by loss()). The
   /// trainer then gives each CPU core its own slice (see Trainer). Default: no.
   virtual bool splittable() const { return false; }
   /// How many terms loss() of `batch` is a mean over. Default: its examples.

@@ -89,10 +89,16 @@ torch::Tensor dropped(const torch::Tensor& x, uint64_t seed, double p) {
   return out;
 }
 
+// This thread's seed stream (DropoutSeedStream), when one is open.
+struct SeedStream {
+  bool open = false;
+  uint64_t base = 0, next = 0;
+};
+thread_local SeedStream stream;
+
 uint64_t draw_seed() {
-  auto gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  return at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
+  if (stream.open) return mix(stream.base, stream.next++);
+  return draw_dropout_seed();
 }
 
 struct CpuDropout : torch::autograd::Function<CpuDropout> {
@@ -110,6 +116,18 @@ struct CpuDropout : torch::autograd::Function<CpuDropout> {
 };
 
 }  // namespace
+
+uint64_t draw_dropout_seed() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return at::check_generator<at::CPUGeneratorImpl>(gen)->random64();
+}
+
+DropoutSeedStream::DropoutSeedStream(uint64_t base) : had_(stream.open), base_(stream.base), next_(stream.next) {
+  stream = SeedStream{true, base, 0};
+}
+
+DropoutSeedStream::~DropoutSeedStream() { stream = SeedStream{had_, base_, next_}; }
 
 torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training) {
   if (!training || p <= 0) return x;

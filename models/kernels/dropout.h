@@ -15,4 +15,23 @@ namespace zoo::models {
 /// torch::dropout.
 torch::Tensor apply_dropout(const torch::Tensor& x, double p, bool training);
 
+/// A seed from LibTorch's default CPU generator, as apply_dropout draws one.
+uint64_t draw_dropout_seed();
+
+/// While alive, apply_dropout on this thread takes its seeds from a stream of its own (the
+/// SplitMix64 sequence of `base`) instead of the shared default generator: a batch slice
+/// forwarded on its own thread then gets the same masks whatever the other threads do. Give
+/// each slice a base drawn in slice order (draw_dropout_seed) and the step is reproducible.
+class DropoutSeedStream {
+ public:
+  explicit DropoutSeedStream(uint64_t base);
+  ~DropoutSeedStream();
+  DropoutSeedStream(const DropoutSeedStream&) = delete;
+  DropoutSeedStream& operator=(const DropoutSeedStream&) = delete;
+
+ private:
+  bool had_;
+  uint64_t base_, next_;
+};
+
 }  // namespace zoo::models

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "core/error.h"
@@ -38,6 +39,28 @@ inline double median(std::vector<double> v) {
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Waits for the device's queued work (timing on CUDA), nothing on the CPU.
+inline void sync(const torch::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+/// GEMM throughput (FLOP/s) of an n x n x n product in `dtype` on `device`, best of a few: the
+/// peak a step's matrix products are measured against.
+inline double matmul_peak(int64_t n, const torch::Device& device, torch::ScalarType dtype) {
+  const auto opts = torch::TensorOptions().device(device).dtype(dtype);
+  auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+  torch::mm(a, b);
+  sync(device);
+  double best = 0;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = torch::mm(a, b);
+    sync(device);
+    best = std::max(best, 2.0 * n * n * n / seconds_since(t0));
+  }
+  return best;
 }
 
 /// Special ids of the synthetic sentences; the Python sides (tools/bench/bench_data.py) use

@@ -21,14 +21,7 @@
 #include "train/device.h"
 #include "train/precision.h"
 
-namespace {
-
-// Waits for the device's queued work (timing on CUDA), nothing on the CPU.
-void sync(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
-}  // namespace
+using zoo::bench::sync;
 
 int main(int argc, char** argv) {
   zoo::use_startup_environment(argv);

@@ -63,27 +63,8 @@ namespace {
 
 using zoo::bench::median;
 using zoo::bench::seconds_since;
-
-// Waits for the device's queued work (timing on CUDA), nothing on the CPU.
-void sync(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
-// GEMM throughput (FLOP/s) of an n x n x n product in `dtype` on `device`, best of a few.
-double matmul_peak(int64_t n, const torch::Device& device, torch::ScalarType dtype) {
-  const auto opts = torch::TensorOptions().device(device).dtype(dtype);
-  auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
-  torch::mm(a, b);
-  sync(device);
-  double best = 0;
-  for (int i = 0; i < 5; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto c = torch::mm(a, b);
-    sync(device);
-    best = std::max(best, 2.0 * n * n * n / seconds_since(t0));
-  }
-  return best;
-}
+using zoo::bench::matmul_peak;
+using zoo::bench::sync;
 
 struct TrainSetup {
   int64_t batch, steps, warmup, shards;
@@ -312,7 +293,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps);
   app.add_option("--warmup", warmup);
   app.add_option("--threads", threads);
-  app.add_option("--shards", shards, "batch slices run at once (default: as zoo train, one per thread if no dropout)");
+  app.add_option("--shards", shards, "batch slices run at once (default: as zoo train, one per thread on the CPU)");
   app.add_option("--device", device_spec, "train: cpu, cuda, cuda:N or mps");
   app.add_option("--precision", precision, "train: fp32, bf16 or fp16 autocast as train.precision")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
@@ -333,9 +314,8 @@ int main(int argc, char** argv) {
     try {
       const torch::Device device = zoo::resolve_device(device_spec);
       zoo::check_precision(precision, device);
-      // As zoo train: one slice per core on the CPU, none for a model with dropout (its task is
-      // not splittable()).
-      if (shards <= 0) shards = device.is_cpu() && dropout == 0 ? torch::get_num_threads() : 1;
+      // As zoo train: one slice per core on the CPU.
+      if (shards <= 0) shards = device.is_cpu() ? torch::get_num_threads() : 1;
       if (cuda_graph && !device.is_cuda()) throw zoo::Error("--cuda-graph needs --device cuda");
       if (cuda_graph && precision == "fp16") throw zoo::Error("--cuda-graph does not run with fp16's loss scaling");
       if (recompute) shards = 1;  // as zoo train: recomputed blocks run one slice

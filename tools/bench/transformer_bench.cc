@@ -2,7 +2,8 @@
 //   --mode train: times training steps (teacher-forced forward, label-smoothed cross-entropy
 //     with padding ignored, backward, clipping to norm 1, Adam) on random padded batches, as
 //     tools/bench/transformer_bench.py does for a torch.nn.Transformer model of the same
-//     sizes; prints JSON with the median step. --device cuda (cuda:N, mps) runs the model and
+//     sizes; as zoo train, one batch slice per core on the CPU (--shards; zoo::forward_backward,
+//     slices counted by their target tokens); prints JSON with the median step. --device cuda (cuda:N, mps) runs the model and
 //     the batches there, the device synchronised before each clock reading; --precision bf16
 //     autocasts the forward pass on that device (as train.precision=bf16).
 //   --mode decode: beam search (--beams) of exactly --new tokens (end of sentence made
@@ -25,28 +26,42 @@
 #include "train/device.h"
 #include "train/optimizers.h"
 #include "train/precision.h"
+#include "train/slices.h"
 
 namespace {
 
 constexpr int64_t kPad = 0, kBos = 1, kEos = 2, kFirstWord = 3;
 
 using zoo::bench::seconds_since;
+using zoo::bench::sync;
 
 // (B, len) random tokens; see bench_util.h.
 torch::Tensor synthetic(int64_t batch, int64_t len, int64_t vocab, bool framed) {
   return zoo::bench::synthetic_sentences(batch, len, vocab, framed, {kPad, kBos, kEos, kFirstWord});
 }
 
-// Waits for the device's queued work (timing on CUDA), nothing on the CPU.
-void sync(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
 struct TrainSetup {
-  int64_t batch, src_len, tgt_len, steps, warmup;
+  int64_t batch, src_len, tgt_len, steps, warmup, shards;
   torch::Device device;
   bool bf16;
 };
+
+// The floating-point operations of one training step's matrix products, padding included (every
+// side computes it): 2 per multiply-add, the forward's three times over (the backward pass takes
+// two products for each of the forward's). Per encoder token its layers' projections and
+// feed-forward, and the decoder's cross-attention keys and values; per decoder token its layers'
+// self- and cross-attention projections, feed-forward and the output layer; and the attention's
+// two products (scores and weighted sum) over each pair of positions.
+double step_flops(const zoo::models::TransformerOptions& o, int64_t batch, int64_t src_len, int64_t dec_len) {
+  const double d = static_cast<double>(o.d_model), s = static_cast<double>(batch * src_len),
+               t = static_cast<double>(batch * dec_len);
+  const double encoder = o.encoder_layers * (4 * d * d + 2 * d * o.encoder_ffn_dim) * s;
+  const double cross_memory = o.decoder_layers * 2 * d * d * s;
+  const double decoder = (o.decoder_layers * (4 * d * d + 2 * d * d + 2 * d * o.decoder_ffn_dim) + d * o.target_vocab_size) * t;
+  const double attention = 2 * d * batch *
+                           (o.encoder_layers * src_len * src_len + o.decoder_layers * (dec_len * dec_len + dec_len * src_len));
+  return 3 * 2 * (encoder + cross_memory + decoder + attention);
+}
 
 int train_mode(zoo::models::Transformer& model, const TrainSetup& s) {
   const auto& o = model->options();
@@ -63,24 +78,34 @@ int train_mode(zoo::models::Transformer& model, const TrainSetup& s) {
     sync(s.device);
     const auto t0 = std::chrono::steady_clock::now();
     opt.zero_grad();
-    torch::Tensor logits;
-    {
-      zoo::AutocastGuard autocast(s.bf16, s.device);  // the forward pass, as zoo train
-      logits = model->forward(src, tgt.narrow(1, 0, tgt_len - 1)).to(torch::kFloat);
-    }
-    auto loss = torch::nn::functional::cross_entropy(
-        logits.reshape({-1, logits.size(-1)}), tgt.narrow(1, 1, tgt_len - 1).reshape({-1}),
-        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kPad).label_smoothing(0.1));
-    loss.backward();
+    auto loss_of = [&](const zoo::Batch& b) {
+      torch::Tensor logits;
+      {
+        zoo::AutocastGuard autocast(s.bf16, s.device);  // the forward pass, as zoo train
+        logits = model->forward(b["src"], b["tgt"].narrow(1, 0, tgt_len - 1)).to(torch::kFloat);
+      }
+      return zoo::Loss{torch::nn::functional::cross_entropy(
+          logits.reshape({-1, logits.size(-1)}), b["tgt"].narrow(1, 1, tgt_len - 1).reshape({-1}),
+          torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kPad).label_smoothing(0.1))};
+    };
+    auto target_tokens = [&](const zoo::Batch& b) {
+      return b["tgt"].narrow(1, 1, tgt_len - 1).ne(kPad).sum().item<double>();
+    };
+    zoo::forward_backward(loss_of, zoo::Batch{{{"src", src}, {"tgt", tgt}}, s.batch, 0}, 1.0, s.shards,
+                          model->parameters(), {}, /*onednn=*/s.bf16 && s.device.is_cpu(), target_tokens);
     zoo::clip_grad_norm(model->parameters(), 1.0);
     opt.step();
     sync(s.device);
     if (i >= s.warmup) times.push_back(seconds_since(t0));
   }
   std::sort(times.begin(), times.end());
+  const double step = times[times.size() / 2], flops = step_flops(o, s.batch, s.src_len, tgt_len - 1);
+  const double peak = zoo::bench::matmul_peak(s.device.is_cpu() ? 1024 : 8192, s.device, s.bf16 ? torch::kBFloat16 : torch::kFloat);
   std::cout << "{\"impl\":\"zoo (C++)\",\"mode\":\"train\",\"device\":\"" << s.device.str()
             << "\",\"precision\":\"" << (s.bf16 ? "bf16" : "fp32") << "\",\"threads\":" << torch::get_num_threads()
-            << ",\"batch\":" << s.batch << ",\"median_step_ms\":" << 1000 * times[times.size() / 2] << "}"
+            << ",\"shards\":" << s.shards << ",\"batch\":" << s.batch << ",\"median_step_ms\":" << 1000 * step
+            << ",\"model_gflop_per_step\":" << flops / 1e9 << ",\"matmul_peak_gflops\":" << peak / 1e9
+            << ",\"mfu\":" << flops / step / peak << "}"
             << std::endl;
   return 0;
 }
@@ -126,7 +151,7 @@ int main(int argc, char** argv) {
   o.dropout = 0.1;
   std::string mode = "train";
   int64_t batch = 64, src_len = 14, tgt_len = 14, steps = 10, warmup = 2, threads = 2, layers = 3, ffn = 1024,
-          heads = 4, sentences = 10, beams = 4, tokens = 50;
+          heads = 4, sentences = 10, beams = 4, tokens = 50, shards = 0;
   std::string device_spec = "cpu", precision = "fp32";
   CLI::App app{"Transformer benchmark"};
   app.add_option("--mode", mode)->check(CLI::IsMember({"train", "decode"}));
@@ -143,6 +168,8 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps);
   app.add_option("--warmup", warmup);
   app.add_option("--threads", threads);
+  app.add_option("--shards", shards,
+                 "train mode: batch slices run at once (default: as zoo train, one per thread on the CPU, else 1)");
   app.add_option("--device", device_spec, "train mode: cpu, cuda, cuda:N or mps");
   app.add_option("--precision", precision, "train mode: fp32, or bf16 autocast as train.precision=bf16")
       ->check(CLI::IsMember({"fp32", "bf16"}));
@@ -161,7 +188,8 @@ int main(int argc, char** argv) {
     try {
       const torch::Device device = zoo::resolve_device(device_spec);
       zoo::check_precision(precision, device);
-      return train_mode(model, {batch, src_len, tgt_len, steps, warmup, device, precision == "bf16"});
+      if (shards <= 0) shards = device.is_cpu() ? torch::get_num_threads() : 1;
+      return train_mode(model, {batch, src_len, tgt_len, steps, warmup, shards, device, precision == "bf16"});
     } catch (const zoo::Error& e) {
       std::cerr << "zoo_bench_transformer: " << e.what() << std::endl;
       return 2;

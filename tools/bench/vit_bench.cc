@@ -26,14 +26,7 @@
 #include "train/precision.h"
 #include "train/trainer.h"
 
-namespace {
-
-// Waits for the device's queued work (timing on CUDA), nothing on the CPU.
-void sync(const torch::Device& device) {
-  if (device.is_cuda()) torch::cuda::synchronize(device.index());
-}
-
-}  // namespace
+using zoo::bench::sync;
 
 int main(int argc, char** argv) {
   zoo::use_startup_environment(argv);  // may re-execute (OMP_WAIT_POLICY, OPENBLAS_CORETYPE)

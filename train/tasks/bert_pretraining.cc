@@ -93,9 +93,7 @@ Loss BertPretrainingTask::loss(const Batch& batch) {
 }
 
 bool BertPretrainingTask::splittable() const {
-  if (electra_ || data_.next_sentence_prediction) return false;  // losses over different terms, or random draws
-  const auto& o = model_->options();
-  return o.hidden_dropout_prob == 0 && o.attention_probs_dropout_prob == 0;
+  return !electra_ && !data_.next_sentence_prediction;  // losses over different terms, or random draws
 }
 
 double BertPretrainingTask::loss_terms(const Batch& batch) const {

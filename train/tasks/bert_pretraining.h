@@ -36,7 +36,7 @@ class BertPretrainingTask : public Task {
   /// generator's MLM cross-entropy + 50 x the discriminator's replaced-or-not binary
   /// cross-entropy over every token (ELECTRA's weight); parts "mlm" and "rtd".
   Loss loss(const Batch& batch) override;
-  /// MLM alone without dropout: slices of a batch, each a mean over its masked tokens.
+  /// MLM alone: slices of a batch, each a mean over its masked tokens.
   bool splittable() const override;
   double loss_terms(const Batch& batch) const override;
   /// "valid": the held-out items.

@@ -25,7 +25,7 @@ class ImageClassificationTask : public Task {
   /// Cross-entropy of the labels; with train.r_drop_alpha > 0, R-Drop's loss of two passes
   /// (zoo::r_drop_loss; parts "ce", "kl").
   Loss loss(const Batch& batch) override;
-  /// Yes unless the model uses dropout (its random draws would depend on thread timing).
+  /// Yes: dropout in a slice draws from the slice's own seed stream (train/slices.h).
   bool splittable() const override;
   bool graphable() const override { return true; }
   std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;

@@ -61,6 +61,7 @@ class LanguageModelingTask : public Task {
   /// input_ids (a window's first block_size tokens) and labels (the same window one token on).
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
   Loss loss(const Batch& batch) override;
+  /// Yes: every window has block_size tokens; dropout draws from the slice's seed stream.
   bool splittable() const override;
   bool graphable() const override { return true; }
   std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;

@@ -104,6 +104,15 @@ Loss TranslationTask::loss(const Batch& batch) {
                                .label_smoothing(context_.label_smoothing))};
 }
 
+bool TranslationTask::splittable() const {
+  return data_.teacher_forcing_ratio >= 1.0 && model_->random_only_in_dropout();
+}
+
+double TranslationTask::loss_terms(const Batch& batch) const {
+  const torch::Tensor& tgt = batch["labels"];
+  return tgt.narrow(1, 1, tgt.size(1) - 1).ne(model_->pad_id()).sum().item<double>();
+}
+
 Loss TranslationTask::loss_twice(const torch::Tensor& src, const torch::Tensor& tgt_in, const torch::Tensor& tgt_out) {
   // One forward pass of the batch twice over (teacher forcing only: see the constructor).
   const auto halves = model_->forward(torch::cat({src, src}), torch::cat({tgt_in, tgt_in})).chunk(2);  // (B, T, V) x 2

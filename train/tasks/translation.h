@@ -52,6 +52,11 @@ class TranslationTask : public Task {
   /// ignored; teacher forcing with data.teacher_forcing_ratio drawn from batch.seed. With
   /// train.r_drop_alpha > 0, R-Drop's loss of two passes (zoo::r_drop_loss; parts "ce", "kl").
   Loss loss(const Batch& batch) override;
+  /// Yes, as slices counted by their target tokens (loss_terms), unless teacher forcing draws
+  /// from batch.seed or the model draws random numbers outside apply_dropout.
+  bool splittable() const override;
+  /// The batch's target tokens that are not padding: what loss() is a mean over.
+  double loss_terms(const Batch& batch) const override;
   /// "valid" or "test", in batches of similar source lengths.
   std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;
   /// input_ids and labels as for training.
