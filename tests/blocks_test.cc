@@ -481,6 +481,26 @@ TEST(FewRowsLinear, LinearTakesItOnlyForAFewRowsOutsideAutograd) {
   EXPECT_TRUE(torch::allclose(linear(x, tracked, b), linear_in_double(x, w, b), 1e-5, 1e-5));
 }
 
+// Under bf16 autocast a single row (one sequence left decoding, e.g. the last live row of a
+// greedy batch) takes autocast's product as several rows do: a bf16 input beside fp32 weights
+// is no error, and the result has the several-row path's dtype and values.
+TEST(FewRowsLinear, OneRowUnderBf16AutocastIsAutocastsProduct) {
+  const auto w = torch::randn({6, 8}), b = torch::randn({6});
+  torch::NoGradGuard no_grad;
+  const auto saved = AutocastState::current();
+  AutocastState on;
+  on.cpu = true;
+  on.apply();
+  for (auto dtype : {torch::kBFloat16, torch::kFloat}) {
+    const auto rows = torch::randn({3, 8}).to(dtype);
+    const auto several = linear(rows, w, b), one = linear(rows.narrow(0, 1, 1), w, b);
+    EXPECT_EQ(one.scalar_type(), several.scalar_type());
+    EXPECT_TRUE(torch::allclose(one.to(torch::kFloat), several.narrow(0, 1, 1).to(torch::kFloat), 1e-2, 1e-2));
+  }
+  saved.apply();
+  EXPECT_FALSE(AutocastState::current().cpu);
+}
+
 
 TEST(Attention, CachedCrossAttentionProjectsTheMemoryOnce) {
   auto m = small_attention();

@@ -2,6 +2,7 @@
 // The linear layers' product for every model: x W^T + b in the form each device runs fastest.
 #include <torch/torch.h>
 
+#include "models/autocast_state.h"
 #include "models/kernels/few_rows_linear.h"
 #include "models/lora.h"
 #include "models/quantize.h"
@@ -13,7 +14,8 @@ namespace zoo::models {
 /// bias, as Python's autocast gives `linear`), which on LibTorch 1.13 beats ATen's `linear`
 /// (`addmm` over the flattened rows; docs/results.md, GPT on an NVIDIA H100); a single row
 /// (cached decoding of one sequence) as a matrix-vector product, which reads W once where
-/// OpenBLAS's matrix product first copies it into packed panels; a few rows (a batch's decoding
+/// OpenBLAS's matrix product first copies it into packed panels (not under autocast, whose
+/// casts only the matrix product takes, nor for mixed dtypes); a few rows (a batch's decoding
 /// step) outside autograd through few_rows_linear, which reads W in place too. Elsewhere ATen's
 /// `linear`, as PyTorch's Python Linear: on CUDA the bias is added in the GEMM's epilogue
 /// instead of a pass of its own over the output; there, an output width that is not a multiple
@@ -41,7 +43,10 @@ inline bool pads_output_width(const torch::Tensor& x, const torch::Tensor& weigh
 
 inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (x.is_cpu()) {
-    if (x.dim() >= 1 && x.numel() == x.size(-1)) {  // one row: cached decoding of one sequence
+    const bool one_row = x.dim() >= 1 && x.numel() == x.size(-1) && x.scalar_type() == weight.scalar_type() &&
+                         (!bias.defined() || bias.scalar_type() == weight.scalar_type()) &&
+                         !AutocastState::current().cpu;
+    if (one_row) {  // cached decoding of one sequence
       const auto row = x.reshape({-1});
       auto y = bias.defined() ? at::addmv(bias, weight, row) : at::mv(weight, row);
       auto sizes = x.sizes().vec();
