@@ -83,7 +83,8 @@ void configure_cpu_threads(int threads) {
 #endif
   if (threads <= 0 && !std::getenv("OMP_NUM_THREADS")) threads = static_cast<int>(std::thread::hardware_concurrency());
   if (threads > 0) at::set_num_threads(threads);
-  if (at::get_num_threads() > 1 && !std::getenv("OPENBLAS_NUM_THREADS")) {
+  // One thread asked for is one for OpenBLAS too: its own pool otherwise keeps a thread per core.
+  if (!std::getenv("OPENBLAS_NUM_THREADS")) {
     if (auto set = openblas_threads().set) set(passive_openmp() ? at::get_num_threads() : 1);
   }
 }

@@ -73,7 +73,8 @@ fastest() {
 # step_rounds LABEL PY_SCRIPT [EXTRA ARGS...]: ROUNDS rounds, each running $BUILD/$BIN and
 # then PY_SCRIPT under every Python setting, all given EXTRA ARGS then ARGS, so that every
 # side sees the same machine noise; prints every round, the median step of each side and
-# the ratio zoo/python against the fastest Python setting, named.
+# the ratio zoo/python against the fastest Python setting, named; leaves the medians of zoo
+# and of that setting in STEP_ZOO_MS and STEP_PY_MS.
 step_rounds() {
   local label=$1 script=$2 r s c p line best mc; shift 2
   local cpp=() pys=("" "" "") med=()  # pys[s]: the rounds' times of Python setting s
@@ -98,4 +99,17 @@ step_rounds() {
   best=$(fastest ms "${med[@]}")
   awk -v c="$mc" -v p="${med[best]}" -v n="${PY_SETTINGS[best]}" \
     'BEGIN {printf "ratio zoo/python: %.3f against the fastest Python setting, %s (%.1f ms)\n", c/p, n, p}'
+  STEP_ZOO_MS=$mc STEP_PY_MS=${med[best]}
+}
+
+# roofline GFLOP PEAK: after step_rounds, the step's model work (GFLOP, the matrix products of
+# forward and backward) against the machine's measured matrix-product peak (GFLOP/s, in the
+# step's precision): the share of the peak each side reaches, and the lowest zoo/python ratio
+# any implementation could reach (Python's share: nothing runs above the peak).
+roofline() {
+  awk -v f="$1" -v pk="$2" -v z="$STEP_ZOO_MS" -v p="$STEP_PY_MS" 'BEGIN {
+    gz = f / z * 1000; gp = f / p * 1000
+    printf "roofline: %.2f GFLOP a step, peak %.0f GFLOP/s (at least %.1f ms); zoo %.0f GFLOP/s (%.0f%% of peak),", f, pk, 1000 * f / pk, gz, 100 * gz / pk
+    printf " python %.0f GFLOP/s (%.0f%%): zoo/python can go no lower than %.2f%s\n", gp, 100 * gp / pk, gp / pk,
+      (gp / pk > 0.5 ? " (0.5 out of reach)" : "") }'
 }

@@ -9,7 +9,9 @@
 #
 # 1. Training step: medians and the ratio zoo/python (the issue's target: <= 0.7) against the
 #    fastest of the Python settings (common.sh), then zoo's tokens/s and model FLOPs
-#    utilisation against the machine's measured matmul peak in the step's precision.
+#    utilisation against the machine's measured matmul peak in the step's precision, and the
+#    roofline (common.sh): Python's share of that peak, the lowest ratio any implementation
+#    could reach.
 # 2. Generation: 200 greedy tokens with the key/value cache vs recomputing the prefix every
 #    step (target: >= 5x), same outputs. Default model: the train_shakespeare_char shape.
 NAME=gpt_bench.sh ROUNDS=5 BIN=zoo_bench_gpt
@@ -19,6 +21,7 @@ step_rounds training tools/bench/gpt_bench.py --mode train
 c=$("$BUILD/$BIN" --mode train "${ARGS[@]}")
 echo "zoo: $(num "$(echo "$c" | field tokens_per_s)") tokens/s, $(echo "$c" | field model_gflop_per_step) GFLOP/step," \
   "matmul peak $(num "$(echo "$c" | field matmul_peak_gflops)") GFLOP/s, MFU $(echo "$c" | field mfu)"
+roofline "$(echo "$c" | field model_gflop_per_step)" "$(echo "$c" | field matmul_peak_gflops)"
 
 g=$("$BUILD/$BIN" --mode generate --layers 6 --heads 6 --embd 384 --block 256 --prompt 16 --new 200 \
   --threads "$THREADS")

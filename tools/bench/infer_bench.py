@@ -21,6 +21,13 @@ fp32 or int8 (torch.quantization.quantize_dynamic on every nn.Linear), timed as 
       agreement) between two outputs files.
   infer_bench.py profile-table TRACE [N]   the N operators of a Chrome trace (the zoo side's
       --profile) with the most self time.
+  infer_bench.py flops ROW DIR INPUTS
+      the floating-point operations of ROW's matrix products (mm, addmm, mv, addmv, bmm,
+      baddbmm, counted from their shapes as they run), one fp32 run: what no implementation of
+      the row can skip.
+  infer_bench.py peak [--threads N]
+      the fp32 matrix-product rate of this machine at N threads (GFLOP/s, the best of 5
+      products of 2048 x 2048 matrices through the BLAS LibTorch uses), one JSON line.
 
 Rows: gpt-prefill (one forward of the prompt batch, logits), gpt-gen (greedy generation with the
 key/value cache, as zoo's GPT2Decoder: the context, when full, is rebuilt from its last half),
@@ -41,6 +48,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "py"))
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import hf_bert  # noqa: E402
 import hf_gpt2  # noqa: E402
@@ -593,6 +601,47 @@ def cmd_profile_table(a):
     print(f"| (all, top level) | {total / 1000:.1f} | 100% | |")
 
 
+class MatrixProductFlops(TorchDispatchMode):
+    """Counts the floating-point operations (2 per multiply-add) of the matrix products run
+    under it, from their operands' shapes (nothing is recorded per call)."""
+
+    def __init__(self):
+        super().__init__()
+        self.flops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.overloadpacket.__name__
+        if name in ("mm", "addmm", "mv", "addmv", "bmm", "baddbmm"):
+            a, b = args[-2:] if name.startswith("add") or name == "baddbmm" else args[:2]
+            batch = a.shape[0] if a.dim() == 3 else 1
+            rows, inner = a.shape[-2], a.shape[-1]
+            cols = b.shape[-1] if b.dim() >= 2 else 1
+            self.flops += 2 * batch * rows * inner * cols
+        return func(*args, **(kwargs or {}))
+
+
+def cmd_flops(a):
+    torch.set_num_threads(1)
+    model = load(a.row, a.dir)
+    inputs = st_io.load(a.inputs)
+    run = make_runner(a.row, model, inputs)
+    counter = MatrixProductFlops()
+    with torch.no_grad(), counter:  # (under inference_mode the mode would see linear, not its product)
+        run()
+    print(json.dumps({"row": a.row, "matrix_product_flops": counter.flops}))
+
+
+def cmd_peak(a):
+    torch.set_num_threads(a.threads)
+    x, y = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    best = float("inf")
+    for _ in range(6):  # the first warms the BLAS's threads and buffers up
+        t0 = time.perf_counter()
+        torch.mm(x, y)
+        best = min(best, time.perf_counter() - t0)
+    print(json.dumps({"threads": torch.get_num_threads(), "fp32_gflops": 2 * 2048 ** 3 / best / 1e9}))
+
+
 def positionals(parser, *names):
     """Adds the positional arguments `names` to `parser`; returns it."""
     for name in names:
@@ -626,9 +675,12 @@ def main():
     s = sub.add_parser("profile-table")
     s.add_argument("trace")
     s.add_argument("n", type=int, nargs="?", default=15)
+    positionals(sub.add_parser("flops"), "row", "dir", "inputs")
+    s = sub.add_parser("peak")
+    s.add_argument("--threads", type=int, default=2)
     a = p.parse_args()
     {"make": cmd_make, "inputs": cmd_inputs, "run": cmd_run, "export": cmd_export, "compare": cmd_compare,
-     "profile-table": cmd_profile_table}[a.cmd](a)
+     "profile-table": cmd_profile_table, "flops": cmd_flops, "peak": cmd_peak}[a.cmd](a)
 
 
 if __name__ == "__main__":

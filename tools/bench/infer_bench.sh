@@ -26,6 +26,8 @@
 # weights never end a sentence: every beam runs the 50 steps). Round 1 runs every Python thread setting
 # (a run slower than 3x the best so far, or zoo's, + 10 s is stopped) and the later rounds the fastest.
 # Python's settings: common.sh's three and set_num_threads(N) with OMP_WAIT_POLICY=PASSIVE (zoo's).
+# Then a roofline: each row's fp32 matrix-product work (LibTorch's profiler, infer_bench.py flops)
+# against the machine's fp32 matrix-product peak, and the lowest zoo/PyTorch ratio it allows.
 # Checks: fp32 logits within 1e-4 (max abs diff) of zoo fp32's, greedy and beam tokens identical;
 # int8 is reported as agreement with its own fp32 side, not required equal. Results, outputs and
 # the ONNX files are kept in --out (default: a temporary directory).
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
     --threads) THREAD_LIST=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --no-ort) ORT=0; shift ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) rest+=("$1"); shift ;;
   esac
 done
@@ -254,6 +256,28 @@ echo
 echo "## Outputs (fp32 sides against zoo fp32: logits within 1e-4, tokens identical; int8: agreement)"
 cat "$OUT/checks.md"
 [ "$ok_all" = 1 ] && echo "all fp32 outputs agree" || echo "$NAME: some fp32 outputs differ (see above)"
+
+# ---- roofline: how far the fastest possible implementation could go ------------------------------
+# No side can run a row's matrix products faster than the machine's fp32 matrix-product peak, so
+# zoo/PyTorch can go no lower than (PyTorch's GFLOP/s on those products) / peak. Where that is
+# above 0.5, the 0.5 target is out of reach of any fp32 implementation on this machine.
+echo
+echo "## Roofline (fp32 matrix-product work of each row against this machine's fp32 matrix-product peak)"
+echo "| row | threads | matrix-product GFLOP | peak GFLOP/s | PyTorch GFLOP/s (of peak) | zoo GFLOP/s (of peak) | lowest reachable zoo/PyTorch |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+declare -A FLOPS PEAK
+for t in $THREAD_LIST; do
+  PEAK[$t]=$("$PY" $S peak --threads "$t" | field fp32_gflops)
+  for r in "${ROWS[@]}"; do
+    read -r id key row in _ <<<"$r"
+    [ -n "${FLOPS[$id]:-}" ] || FLOPS[$id]=$("$PY" $S flops "$row" "${DIR[$key]}" "$OUT/in/$in.st" | field matrix_product_flops)
+    z=$(med "$id.$t.zoo") p=$(med "$id.$t.py.s${BEST["$id $t py"]}")
+    awk -v f="${FLOPS[$id]}" -v pk="${PEAK[$t]}" -v z="$z" -v p="$p" -v id="$id" -v t="$t" 'BEGIN {
+      gp = f / p / 1e6; gz = f / z / 1e6
+      printf "| %s | %d | %.1f | %.0f | %.1f (%.0f%%) | %.1f (%.0f%%) | %.2f%s |\n", id, t, f / 1e9, pk, gp, 100 * gp / pk,
+        gz, 100 * gz / pk, gp / pk, (gp / pk > 0.5 ? " (0.5 out of reach)" : "") }'
+  done
+done
 
 # ---- where zoo's time goes: a per-operator profile of its slowest row ----------------------------
 t=$(echo "$THREAD_LIST" | awk '{print $NF}')

@@ -1,6 +1,7 @@
 // The linear layers' product for a few rows: zoo's few_rows_linear (models/kernels/
 // few_rows_linear.h) against LibTorch's addmm (OpenBLAS's packed sgemm) on the same inputs, at
-// the shapes of the models' decoding steps, interleaved rounds, medians.
+// the shapes of the models' decoding steps, interleaved rounds, medians; then the int8 product
+// (models/kernels/int8_linear.h) in zoo's loops against LibTorch's quantized engine.
 //
 //   build/zoo_bench_linear [--threads N] [--rounds R]
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "models/kernels/few_rows_linear.h"
+#include "models/kernels/int8_linear.h"
 #include "tools/bench/bench_util.h"
 
 namespace {
@@ -62,5 +64,23 @@ int main(int argc, char** argv) {
     const double a = zoo::bench::median(blas), f = zoo::bench::median(few);
     std::printf("| %s | %ld x %ld x %ld | %.1f | %.1f | %.2f | %.1e |\n", s.what, static_cast<long>(s.m),
                 static_cast<long>(s.k), static_cast<long>(s.n), a, f, f / a, diff);
+  }
+  std::printf("\n| shape (int8) | M x K x N | engine us | loops us | ratio |\n|---|---|---:|---:|---:|\n");
+  const Shape int8_shapes[] = {
+      {"gpt2 qkv, 16 rows", 16, 768, 2304}, {"gpt2 mlp out, 16 rows", 16, 3072, 768},
+      {"gpt2 head, 16 rows", 16, 768, 50257}, {"transformer-small ffn, 128 rows", 128, 256, 1024},
+      {"transformer-small head, 128 rows", 128, 256, 8000},
+  };
+  for (const auto& s : int8_shapes) {
+    const auto x = torch::randn({s.m, s.k});
+    const auto w = zoo::models::pack_int8(torch::randn({s.n, s.k}), torch::randn({s.n}));
+    std::vector<double> engine, loops;
+    for (int r = 0; r < rounds; ++r) {
+      engine.push_back(time_us([&] { zoo::models::linear_int8(x, w, zoo::models::Int8Kernel::kEngine); }, s.m * s.k * s.n));
+      loops.push_back(time_us([&] { zoo::models::linear_int8(x, w, zoo::models::Int8Kernel::kLoops); }, s.m * s.k * s.n));
+    }
+    const double e = zoo::bench::median(engine), l = zoo::bench::median(loops);
+    std::printf("| %s | %ld x %ld x %ld | %.1f | %.1f | %.2f |\n", s.what, static_cast<long>(s.m),
+                static_cast<long>(s.k), static_cast<long>(s.n), e, l, l / e);
   }
 }

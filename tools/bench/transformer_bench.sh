@@ -8,13 +8,17 @@
 #
 # 1. Training step: medians and the ratio zoo/python (the issue's target: <= 0.7) against the
 #    fastest of the Python settings (common.sh). Default sizes: transformer-small with
-#    cmn.txt's vocabularies, batch 64 of up to 14 source and target tokens.
+#    cmn.txt's vocabularies, batch 64 of up to 14 source and target tokens. Then the roofline
+#    (common.sh): the step's matrix-product work against the measured peak, each side's share
+#    of it, and the lowest ratio any implementation could reach.
 # 2. Decoding: beam search (4 beams) of 50 tokens for 10 sentences with the key/value cache
 #    against recomputing the decoder over the prefix every step (target: >= 3x), same outputs.
 NAME=transformer_bench.sh ROUNDS=5 BIN=zoo_bench_transformer
 source "$(dirname "$0")/common.sh"
 
 step_rounds training tools/bench/transformer_bench.py --mode train
+c=$("$BUILD/$BIN" --mode train "${ARGS[@]}")
+roofline "$(echo "$c" | field model_gflop_per_step)" "$(echo "$c" | field matmul_peak_gflops)"
 
 g=$("$BUILD/$BIN" --mode decode --beams 4 --new 50 --sentences 10 --threads "$THREADS")
 echo "beam-4 decoding of 50 tokens (10 sentences): cached $(echo "$g" | field cached_s) s," \
