@@ -267,7 +267,7 @@ echo "| row | threads | matrix-product GFLOP | peak GFLOP/s | PyTorch GFLOP/s (o
 echo "|---|---:|---:|---:|---:|---:|---:|"
 declare -A FLOPS PEAK
 for t in $THREAD_LIST; do
-  PEAK[$t]=$("$PY" $S peak --threads "$t" | field fp32_gflops)
+  PEAK[$t]=$(OPENBLAS_NUM_THREADS=$t "$PY" $S peak --threads "$t" | field fp32_gflops)  # t cores, no more
   for r in "${ROWS[@]}"; do
     read -r id key row in _ <<<"$r"
     [ -n "${FLOPS[$id]:-}" ] || FLOPS[$id]=$("$PY" $S flops "$row" "${DIR[$key]}" "$OUT/in/$in.st" | field matrix_product_flops)
