@@ -95,6 +95,20 @@ std::string openblas_core() {
   return fn ? std::string(fn()) : std::string();
 }
 
+bool weaker_openblas_core(const std::string& core) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  std::string name = core;
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name != "haswell" && name != "zen") return false;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+#else
+  (void)core;
+  return false;
+#endif
+}
+
 std::string openblas_core_override() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (std::getenv("OPENBLAS_CORETYPE")) return "";

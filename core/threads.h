@@ -79,4 +79,8 @@ std::string openblas_core_override();
 /// The core OpenBLAS is running ("SkylakeX", ...), or "" without OpenBLAS.
 std::string openblas_core();
 
+/// Whether `core` (an OpenBLAS core name, any case) has only AVX2 kernels (Haswell, Zen) while
+/// this CPU has AVX-512 (F/BW/DQ/VL): e.g. a user's OPENBLAS_CORETYPE=Haswell on such a CPU.
+bool weaker_openblas_core(const std::string& core);
+
 }  // namespace zoo

@@ -253,6 +253,12 @@ TEST(Cli, OpenBlasRunsKernelsThisCpuSupports) {
 #endif
   auto own = test::run("OPENBLAS_CORETYPE=Haswell " + std::string(ZOO_BINARY) + " devices");
   EXPECT_NE(own.output.find("OpenBLAS core Haswell (OPENBLAS_CORETYPE=Haswell"), std::string::npos) << own.output;
+  // On an AVX-512 CPU a user's AVX2 core is named as such, with the way back to OpenBLAS's own.
+  EXPECT_EQ(own.output.find("without OPENBLAS_CORETYPE, OpenBLAS picks its own") != std::string::npos,
+            weaker_openblas_core("Haswell"))
+      << own.output;
+  EXPECT_FALSE(weaker_openblas_core("SkylakeX"));
+  EXPECT_FALSE(weaker_openblas_core("Cooperlake"));
 }
 
 }  // namespace

@@ -127,6 +127,10 @@ std::string describe_devices() {
        << (forced ? cat(" (OPENBLAS_CORETYPE=", forced, "; zoo sets it when OpenBLAS detects a core older than the CPU)")
                   : std::string())
        << "\n";
+    if (forced && weaker_openblas_core(core))
+      os << "cpu BLAS: this CPU has AVX-512 and " << core
+         << "'s kernels use AVX2: without OPENBLAS_CORETYPE, OpenBLAS picks its own (on a 2-core AMD EPYC VM, "
+            "Cooperlake's fp32 products ran 1.8-2.0x as fast as Haswell's; docs/results.md)\n";
   }
   os << "distributed (c10d): " << (distributed_backends().empty() ? std::string("none") : join(distributed_backends()))
      << "\n";
