@@ -65,13 +65,24 @@ void run_side_by_side(size_t n, const std::function<void(size_t)>& task) {
 }
 
 namespace {
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 bool passive_openmp() {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
-  if (!policy) return false;
-  std::string p(policy);
-  for (auto& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return p == "passive";
+  return policy && lower(policy) == "passive";
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// The AVX-512 subsets OpenBLAS's SkylakeX kernels use.
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+#endif
 }  // namespace
 
 void configure_cpu_threads(int threads) {
@@ -97,12 +108,8 @@ std::string openblas_core() {
 
 bool weaker_openblas_core(const std::string& core) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  std::string name = core;
-  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (name != "haswell" && name != "zen") return false;
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  const std::string name = lower(core);
+  return (name == "haswell" || name == "zen") && cpu_has_avx512();
 #else
   (void)core;
   return false;
@@ -112,16 +119,12 @@ bool weaker_openblas_core(const std::string& core) {
 std::string openblas_core_override() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (std::getenv("OPENBLAS_CORETYPE")) return "";
-  std::string core = openblas_core();
+  const std::string core = lower(openblas_core());
   if (core.empty()) return "";
-  for (auto& c : core) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   // Cores with AVX2+FMA kernels: anything else on such a CPU is a failed detection.
   for (const char* good : {"haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"})
     if (core == good) return "";
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    return "SKYLAKEX";
+  if (cpu_has_avx512()) return "SKYLAKEX";
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "HASWELL";
 #endif
   return "";

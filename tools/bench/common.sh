@@ -74,12 +74,13 @@ fastest() {
 # then PY_SCRIPT under every Python setting, all given EXTRA ARGS then ARGS, so that every
 # side sees the same machine noise; prints every round, the median step of each side and
 # the ratio zoo/python against the fastest Python setting, named; leaves the medians of zoo
-# and of that setting in STEP_ZOO_MS and STEP_PY_MS.
+# and of that setting in STEP_ZOO_MS and STEP_PY_MS, and zoo's last JSON line in STEP_ZOO_JSON.
 step_rounds() {
   local label=$1 script=$2 r s c p line best mc; shift 2
   local cpp=() pys=("" "" "") med=()  # pys[s]: the rounds' times of Python setting s
   for r in $(seq "$ROUNDS"); do
-    c=$("$BUILD/$BIN" "$@" "${ARGS[@]}" | field median_step_ms)
+    STEP_ZOO_JSON=$("$BUILD/$BIN" "$@" "${ARGS[@]}")
+    c=$(echo "$STEP_ZOO_JSON" | field median_step_ms)
     cpp+=("$c")
     line="$label round $r: zoo $(num "$c") ms | python:"
     for s in 0 1 2; do
@@ -102,14 +103,25 @@ step_rounds() {
   STEP_ZOO_MS=$mc STEP_PY_MS=${med[best]}
 }
 
-# roofline GFLOP PEAK: after step_rounds, the step's model work (GFLOP, the matrix products of
-# forward and backward) against the machine's measured matrix-product peak (GFLOP/s, in the
-# step's precision): the share of the peak each side reaches, and the lowest zoo/python ratio
-# any implementation could reach (Python's share: nothing runs above the peak).
-roofline() {
-  awk -v f="$1" -v pk="$2" -v z="$STEP_ZOO_MS" -v p="$STEP_PY_MS" 'BEGIN {
+# roofline_numbers GFLOP PEAK ZOO_MS PY_MS: a piece of work (GFLOP of matrix products) done in
+# ZOO_MS and PY_MS against the measured matrix-product peak (GFLOP/s): "zoo_gflops zoo_share%
+# python_gflops python_share% lowest", lowest being the lowest zoo/python ratio any
+# implementation could reach (Python's share: nothing runs above the peak).
+roofline_numbers() {
+  awk -v f="$1" -v pk="$2" -v z="$3" -v p="$4" 'BEGIN {
     gz = f / z * 1000; gp = f / p * 1000
-    printf "roofline: %.2f GFLOP a step, peak %.0f GFLOP/s (at least %.1f ms); zoo %.0f GFLOP/s (%.0f%% of peak),", f, pk, 1000 * f / pk, gz, 100 * gz / pk
-    printf " python %.0f GFLOP/s (%.0f%%): zoo/python can go no lower than %.2f%s\n", gp, 100 * gp / pk, gp / pk,
-      (gp / pk > 0.5 ? " (0.5 out of reach)" : "") }'
+    printf "%.6g %.6g %.6g %.6g %.6g\n", gz, 100 * gz / pk, gp, 100 * gp / pk, gp / pk }'
+}
+
+# beyond_half LOWEST: " (0.5 out of reach)" where the lowest reachable ratio is above 0.5.
+beyond_half() { awk -v l="$1" 'BEGIN { if (l > 0.5) printf " (0.5 out of reach)" }'; }
+
+# roofline GFLOP PEAK: after step_rounds, the step's model work (the matrix products of forward
+# and backward) against the peak in the step's precision, as roofline_numbers.
+roofline() {
+  local gz sz gp sp low
+  read -r gz sz gp sp low <<<"$(roofline_numbers "$1" "$2" "$STEP_ZOO_MS" "$STEP_PY_MS")"
+  awk -v f="$1" -v pk="$2" -v gz="$gz" -v sz="$sz" -v gp="$gp" -v sp="$sp" -v low="$low" -v note="$(beyond_half "$low")" 'BEGIN {
+    printf "roofline: %.2f GFLOP a step, peak %.0f GFLOP/s (at least %.1f ms); zoo %.0f GFLOP/s (%.0f%% of peak),", f, pk, 1000 * f / pk, gz, sz
+    printf " python %.0f GFLOP/s (%.0f%%): zoo/python can go no lower than %.2f%s\n", gp, sp, low, note }'
 }

@@ -18,7 +18,7 @@ NAME=gpt_bench.sh ROUNDS=5 BIN=zoo_bench_gpt
 source "$(dirname "$0")/common.sh"
 
 step_rounds training tools/bench/gpt_bench.py --mode train
-c=$("$BUILD/$BIN" --mode train "${ARGS[@]}")
+c=$STEP_ZOO_JSON  # the last round's
 echo "zoo: $(num "$(echo "$c" | field tokens_per_s)") tokens/s, $(echo "$c" | field model_gflop_per_step) GFLOP/step," \
   "matmul peak $(num "$(echo "$c" | field matmul_peak_gflops)") GFLOP/s, MFU $(echo "$c" | field mfu)"
 roofline "$(echo "$c" | field model_gflop_per_step)" "$(echo "$c" | field matmul_peak_gflops)"

@@ -612,7 +612,7 @@ class MatrixProductFlops(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket.__name__
         if name in ("mm", "addmm", "mv", "addmv", "bmm", "baddbmm"):
-            a, b = args[-2:] if name.startswith("add") or name == "baddbmm" else args[:2]
+            a, b = args[1:3] if name in ("addmm", "addmv", "baddbmm") else args[:2]  # after the added input
             batch = a.shape[0] if a.dim() == 3 else 1
             rows, inner = a.shape[-2], a.shape[-1]
             cols = b.shape[-1] if b.dim() >= 2 else 1

@@ -271,11 +271,11 @@ for t in $THREAD_LIST; do
   for r in "${ROWS[@]}"; do
     read -r id key row in _ <<<"$r"
     [ -n "${FLOPS[$id]:-}" ] || FLOPS[$id]=$("$PY" $S flops "$row" "${DIR[$key]}" "$OUT/in/$in.st" | field matrix_product_flops)
-    z=$(med "$id.$t.zoo") p=$(med "$id.$t.py.s${BEST["$id $t py"]}")
-    awk -v f="${FLOPS[$id]}" -v pk="${PEAK[$t]}" -v z="$z" -v p="$p" -v id="$id" -v t="$t" 'BEGIN {
-      gp = f / p / 1e6; gz = f / z / 1e6
-      printf "| %s | %d | %.1f | %.0f | %.1f (%.0f%%) | %.1f (%.0f%%) | %.2f%s |\n", id, t, f / 1e9, pk, gp, 100 * gp / pk,
-        gz, 100 * gz / pk, gp / pk, (gp / pk > 0.5 ? " (0.5 out of reach)" : "") }'
+    gflop=$(awk -v f="${FLOPS[$id]}" 'BEGIN {print f / 1e9}')
+    read -r gz sz gp sp low <<<"$(roofline_numbers "$gflop" "${PEAK[$t]}" "$(med "$id.$t.zoo")" \
+      "$(med "$id.$t.py.s${BEST["$id $t py"]}")")"
+    printf "| %s | %d | %.1f | %.0f | %.1f (%.0f%%) | %.1f (%.0f%%) | %.2f%s |\n" "$id" "$t" "$gflop" "${PEAK[$t]}" \
+      "$gp" "$sp" "$gz" "$sz" "$low" "$(beyond_half "$low")"
   done
 done
 

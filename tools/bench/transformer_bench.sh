@@ -17,7 +17,7 @@ NAME=transformer_bench.sh ROUNDS=5 BIN=zoo_bench_transformer
 source "$(dirname "$0")/common.sh"
 
 step_rounds training tools/bench/transformer_bench.py --mode train
-c=$("$BUILD/$BIN" --mode train "${ARGS[@]}")
+c=$STEP_ZOO_JSON  # the last round's
 roofline "$(echo "$c" | field model_gflop_per_step)" "$(echo "$c" | field matmul_peak_gflops)"
 
 g=$("$BUILD/$BIN" --mode decode --beams 4 --new 50 --sentences 10 --threads "$THREADS")
