@@ -291,7 +291,7 @@ TEST_F(Serve, BadRequestsGetOpenAIErrorsAndTheServerStaysUp) {
   EXPECT_EQ(post(c, "/v1/completions", {{"model", "gpt"}, {"prompt", "the cat"}, {"max_tokens", 3}})["choices"].size(), 1u);
 }
 
-TEST_F(Serve, ApiKeyQueueLimitAndClientsThatLeave) {
+TEST_F(Serve, ApiKeyAndQueueLimit) {
   setenv("ZOO_API_KEY", "sk-zoo-test", 1);
   ServeProcess server("--checkpoint gpt=" + gpt() + " --max-batch-size 1 --max-queue 1", *dir_ / "key.log");
   unsetenv("ZOO_API_KEY");
@@ -338,32 +338,54 @@ TEST_F(Serve, ApiKeyQueueLimitAndClientsThatLeave) {
   EXPECT_GE(refused, 1);
   EXPECT_GE(answered, 2);
 
-  // A stream whose client leaves after its first events: its row leaves the batch at once (the
-  // 1,000 tokens it asked for take seconds).
+  EXPECT_EQ(c.Post("/v1/completions", key, body, "application/json")->status, 200);
+}
+
+// The decoding steps the server has run for `model` (its zoo_batch_size histogram's count: one
+// observation a step).
+int64_t decoding_steps(httplib::Client& c, const std::string& model) {
+  const std::string key = "zoo_batch_size_count{model=\"" + model + "\"} ";
+  const auto r = c.Get("/metrics");
+  if (!r) return -1;
+  const size_t at = r->body.find(key);
+  return at == std::string::npos ? 0 : std::stoll(r->body.substr(at + key.size()));
+}
+
+// A stream whose client leaves after its first events: its rows leave the batch at once. Counted
+// in decoding steps, not seconds (the tiny model writes a row's 1,000 tokens in a fraction of a
+// second): its 16 rows decode one after another (one row a step), and would take 16 rows' steps.
+TEST_F(Serve, ClientsThatLeaveStopTheirRows) {
+  ServeProcess server("--checkpoint gpt=" + gpt() + " --max-batch-size 1", *dir_ / "leave.log");
+  ASSERT_GT(server.port(), 0) << server.log();
+  auto c = server.client();
+  const json greedy = {{"model", "gpt"}, {"prompt", "the cat"}, {"max_tokens", 1000}, {"temperature", 0}};
+  const int64_t before = decoding_steps(c, "gpt");
   httplib::Client leaver("127.0.0.1", server.port());
   int events_seen = 0;
-  const auto left = Clock::now();
   httplib::Request stream;
   stream.method = "POST";
   stream.path = "/v1/completions";
-  stream.headers = key;
   stream.set_header("Content-Type", "application/json");
-  stream.body = json({{"model", "gpt"}, {"prompt", "the cat"}, {"max_tokens", 1000}, {"stream", true}}).dump();
+  json leaving = greedy;
+  leaving["n"] = 16;
+  leaving["stream"] = true;
+  stream.body = leaving.dump();
   stream.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++events_seen < 3; };
   leaver.send(stream);
-  bool idle = false;
-  for (int i = 0; i < 10 && !idle; ++i) {
-    const auto m = c.Get("/metrics", key);
-    idle = m && m->body.find("zoo_requests_in_flight 0") != std::string::npos;
-    if (!idle) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Idle: no request in flight, and no step for 200 ms.
+  int64_t steps = -1;
+  for (int quiet = 0, i = 0; quiet < 10 && i < 1000; ++i, std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    const int64_t now = decoding_steps(c, "gpt");
+    const bool in_flight = c.Get("/metrics")->body.find("zoo_requests_in_flight 0\n") == std::string::npos;
+    quiet = now == steps && !in_flight ? quiet + 1 : 0;
+    steps = now;
   }
-  EXPECT_TRUE(idle) << "the stream's row went on after its client left";
-  const auto full = Clock::now();
-  EXPECT_EQ(c.Post("/v1/completions", key, json({{"model", "gpt"}, {"prompt", "the cat"}, {"max_tokens", 1000}}).dump(),
-                   "application/json")->status,
-            200);
-  EXPECT_GT(Clock::now() - full, 3 * (full - left)) << "the check above is too slow to see a row that goes on";
-  EXPECT_EQ(c.Post("/v1/completions", key, body, "application/json")->status, 200);
+  const int64_t left = steps - before;
+  const json one = post(c, "/v1/completions", greedy);
+  const int64_t row = one["usage"]["completion_tokens"];
+  ASSERT_GE(row, 200) << "a row this short cannot show whether rows go on";
+  EXPECT_GE(left, 1);
+  EXPECT_LT(left, 8 * row) << "the rows went on after their client left: " << left << " steps, a row takes " << row;
 }
 
 TEST_F(Serve, SigtermDrainsRequestsInFlight) {
