@@ -93,8 +93,9 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& s
     max_length = std::max(max_length, longest + 1);  // room for every allowed sentence and <end>
   }
   torch::NoGradGuard no_grad;
-  auto found = t.translate(sources, t.generation_options(options.beam_size, max_length, options.length_penalty),
-                           constraint.get(), options.batch_size,
+  auto search = t.generation_options(options.beam_size, max_length, options.length_penalty);
+  search.attention = options.return_attention;
+  auto found = t.translate(sources, search, constraint.get(), options.batch_size,
                            options.truncate ? std::optional<bool>(true) : std::nullopt);
   std::vector<Translation> out;
   for (auto& f : found) out.push_back(public_translation(std::move(f), options.return_attention));

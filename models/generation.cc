@@ -218,6 +218,7 @@ std::vector<Hypothesis> greedy_decode(StepModel& model, DecoderState state,
                                       const GenerationOptions& options,
                                       const Constraint* constraint) {
   options.validate();
+  state.set_wants_attention(options.attention);
   const int64_t batch = state.rows();
   const torch::Device device = state.device();
   std::vector<Hypothesis> hyps(batch);
@@ -239,7 +240,7 @@ std::vector<Hypothesis> greedy_decode(StepModel& model, DecoderState state,
       for (int64_t b : live) prefixes.push_back(hyps[b].tokens);
       constraint->apply(prefixes, log_probs);
     }
-    history = extend_history(history, model.attention(state));
+    if (options.attention) history = extend_history(history, model.attention(state));
     auto [best, arg] = log_probs.max(1);  // (N), (N)
     best = best.to(torch::kCPU, torch::kDouble).contiguous();
     arg = arg.to(torch::kCPU).contiguous();
@@ -308,6 +309,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, DecoderState 
                                                  const GenerationOptions& options,
                                                  const Constraint* constraint) {
   options.validate();
+  state.set_wants_attention(options.attention);
   const int64_t batch = state.rows();
   const int64_t beams = options.num_beams;
   const auto n_return = static_cast<size_t>(options.num_return_sequences);
@@ -331,7 +333,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, DecoderState 
     const int64_t n_rows = n_live * beams;
     auto log_probs = checked_step(model, long_tensor(prev, device), state, t);  // (N, V)
     if (constraint) constraint->apply(seqs, log_probs);
-    history = extend_history(history, model.attention(state));
+    if (options.attention) history = extend_history(history, model.attention(state));
     const int64_t vocab = log_probs.size(1);
     auto row_scores = torch::tensor(scores, torch::kDouble).to(log_probs.options());  // (N)
     auto candidates = (log_probs + row_scores.unsqueeze(1)).view({n_live, beams * vocab});

@@ -58,6 +58,10 @@ class DecoderState {
   void reorder(const torch::Tensor& indices);
   /// Keeps rows `indices` (N') of every entry, in that order (dropping finished sentences).
   void select(const torch::Tensor& indices);
+  /// Whether the search reads StepModel::attention() after each step (GenerationOptions::
+  /// attention); a model may skip computing it when not. True until a search says otherwise.
+  void set_wants_attention(bool wants) { wants_attention_ = wants; }
+  bool wants_attention() const { return wants_attention_; }
 
  private:
   struct Entry {
@@ -66,6 +70,7 @@ class DecoderState {
     Scope scope = Scope::kHypothesis;
   };
   std::map<std::string, Entry> entries_;
+  bool wants_attention_ = true;
 };
 
 /// A model decoded one token at a time.
@@ -151,6 +156,10 @@ struct GenerationOptions {
   double length_penalty = 1.0;
   std::string length_normalization = "plain";
   bool early_stopping = false;
+  /// Fill Hypothesis::attention (alignment heat maps). Not a config key: callers that show the
+  /// rows ask for them; without, a model need not compute them (the Transformer's cross-attention
+  /// weights are a batched product of their own every step) and the searches keep no history.
+  bool attention = false;
 
   template <class V>
   void fields(V& v) {
@@ -182,7 +191,8 @@ struct Hypothesis {
   double log_prob = 0;          // sum of the tokens' log-probabilities
   double score = 0;             // log_prob / length_divisor(tokens.size()): the ranking key
   bool finished = false;        // false: cut at max_new_tokens or no allowed token left
-  torch::Tensor attention;      // (tokens.size(), S) per-token source attention, if any
+  torch::Tensor attention;      // (tokens.size(), S) per-token source attention, if the model has
+                                // it and GenerationOptions::attention asked for it
 };
 
 /// Greedy search: every row takes its most probable next token until eos or max_new_tokens.

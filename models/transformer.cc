@@ -233,14 +233,19 @@ torch::Tensor TransformerImpl::step(const torch::Tensor& prev_tokens, DecoderSta
     std::vector<KVCache> caches(2 * layers);
     if (state.has(cache_name(0, "k")))
       for (size_t i = 0; i < 2 * layers; ++i) caches[i] = {state.get(cache_name(i, "k")), state.get(cache_name(i, "v"))};
-    hidden = decode(prev_tokens.view({-1, 1}), memory, mask, &caches, &weights).select(1, 0);
+    const bool keep = state.wants_attention();
+    hidden = decode(prev_tokens.view({-1, 1}), memory, mask, &caches, keep ? &weights : nullptr).select(1, 0);
     for (size_t i = 0; i < 2 * layers; ++i) {  // odd entries: cross-attention, the same for a sentence's rows
       const auto scope = i % 2 ? Scope::kSentence : Scope::kHypothesis;
       state.set(cache_name(i, "k"), caches[i].key, 0, scope);
       state.set(cache_name(i, "v"), caches[i].value, 0, scope);
     }
-    const auto last = weights.select(2, 0);  // (N, heads, S)
-    state.set("attention", attention_head_ >= 0 ? last.select(1, attention_head_) : last.mean(1), 0);
+    if (keep) {
+      const auto last = weights.select(2, 0);  // (N, heads, S)
+      state.set("attention", attention_head_ >= 0 ? last.select(1, attention_head_) : last.mean(1), 0);
+    } else {
+      state.erase("attention");
+    }
   }
   return project(hidden).to(torch::kFloat).log_softmax(-1);
 }

@@ -62,8 +62,10 @@ void SentenceTranslator::translate_batch(const std::vector<std::vector<int64_t>>
     const auto s_len = static_cast<int64_t>(rows[j].size());
     t.text = text_.detokenize(h.tokens);
     t.target_tokens = text_.target_tokens(h.tokens);
-    t.attention = h.attention.defined() ? h.attention.narrow(1, 0, s_len).to(torch::kCPU, torch::kFloat).contiguous()
-                                        : torch::zeros({static_cast<int64_t>(h.tokens.size()), s_len});
+    if (h.attention.defined())
+      t.attention = h.attention.narrow(1, 0, s_len).to(torch::kCPU, torch::kFloat).contiguous();
+    else if (options.attention)  // a model without attention rows
+      t.attention = torch::zeros({static_cast<int64_t>(h.tokens.size()), s_len});
     t.score = h.score;
     t.finished = h.finished;
   }

@@ -21,7 +21,7 @@ struct SentenceTranslation {
   std::vector<std::string> source_tokens;  ///< <start>, the source tokens (as typed), <end>
   std::vector<std::string> target_tokens;  ///< generated words, then <end> when finished
   torch::Tensor attention;  ///< (target_tokens, source_tokens) float on the CPU; undefined
-                            ///< when the input was empty
+                            ///< when the input was empty or GenerationOptions::attention is off
   double score = 0;         ///< length-normalised log-probability
   bool finished = false;    ///< false: cut at the length limit
 };

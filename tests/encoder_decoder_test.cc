@@ -84,6 +84,7 @@ GenerationOptions greedy(int64_t max_new_tokens) {
   o.eos_id = kEos;
   o.num_beams = 1;
   o.max_new_tokens = max_new_tokens;
+  o.attention = true;
   return o;
 }
 

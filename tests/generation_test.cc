@@ -88,6 +88,7 @@ GenerationOptions options(int64_t beams, int64_t max_new, double alpha = 0.0) {
   o.num_beams = beams;
   o.max_new_tokens = max_new;
   o.length_penalty = alpha;
+  o.attention = true;
   return o;
 }
 

@@ -233,6 +233,38 @@ TEST(Transformer, GreedyAndBeamSearchGiveTheSameOutputWithAndWithoutTheCache) {
   }
 }
 
+// The cross-attention rows are computed only when a search asks for them (heat maps): the same
+// tokens and scores either way, and without them no rows in the state or the hypotheses.
+TEST(Transformer, AttentionRowsOnlyWhenTheSearchAsks) {
+  auto m = perturbed(tiny(false), 7);
+  auto src = padded_sources(37);
+  for (int64_t beams : {1, 4}) {
+    SCOPED_TRACE("beams " + std::to_string(beams));
+    models::GenerationOptions g;
+    g.bos_id = 1;
+    g.eos_id = 2;
+    g.max_new_tokens = 12;
+    g.num_beams = beams;
+    const auto plain = models::generate(*m, src, g);
+    g.attention = true;
+    const auto shown = models::generate(*m, src, g);
+    ASSERT_EQ(plain.size(), shown.size());
+    for (size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_EQ(plain[i][0].tokens, shown[i][0].tokens) << i;
+      EXPECT_DOUBLE_EQ(plain[i][0].log_prob, shown[i][0].log_prob) << i;
+      EXPECT_FALSE(plain[i][0].attention.defined()) << i;
+      ASSERT_TRUE(shown[i][0].attention.defined()) << i;
+      EXPECT_EQ(shown[i][0].attention.size(0), static_cast<int64_t>(shown[i][0].tokens.size()));
+      EXPECT_LE((shown[i][0].attention.sum(-1) - 1).abs().max().item<double>(), 1e-5);
+    }
+  }
+  torch::NoGradGuard no_grad;
+  auto state = m->start(src);
+  state.set_wants_attention(false);
+  m->step(torch::full({src.size(0)}, 1, torch::kLong), state);
+  EXPECT_FALSE(m->attention(state).defined());
+}
+
 TEST(Transformer, ASourceLongerThanThePositionTableNamesTheLimit) {
   auto m = perturbed(tiny(false), 7);
   auto src = torch::randint(3, 37, {1, 30}, torch::kLong);
