@@ -53,17 +53,22 @@ Batch ImageDataset::train_batch(const std::vector<int64_t>& indices, uint64_t se
   auto idx = train_index_.index_select(0, torch::tensor(indices, torch::kLong));
   auto images = train_->images.index_select(0, idx);
   auto labels = train_->labels.index_select(0, idx);
-  if (data_.random_crop_padding > 0 || data_.horizontal_flip_prob > 0 || data_.random_erasing_prob > 0) {
-    auto gen = at::detail::createCPUGenerator(seed);
-    if (data_.random_crop_padding > 0) images = random_crop(images, data_.random_crop_padding, gen);
-    if (data_.horizontal_flip_prob > 0) images = random_hflip(images, data_.horizontal_flip_prob, gen);
-    if (data_.random_erasing_prob > 0) {
-      std::vector<double> fill;  // the mean colour: 0 after normalisation
-      for (double m : data_.mean) fill.push_back(std::round(m * 255));
-      images = random_erasing(images, data_.random_erasing_prob, fill, gen);
-    }
+  auto gen = at::detail::createCPUGenerator(seed);
+  if (data_.random_crop_padding > 0) images = random_crop(images, data_.random_crop_padding, gen);
+  if (data_.horizontal_flip_prob > 0) images = random_hflip(images, data_.horizontal_flip_prob, gen);
+  if (data_.random_erasing_prob > 0) {
+    std::vector<double> fill;  // the mean colour: 0 after normalisation
+    for (double m : data_.mean) fill.push_back(std::round(m * 255));
+    images = random_erasing(images, data_.random_erasing_prob, fill, gen);
   }
-  return Batch{{{"pixel_values", preprocess(images)}, {"labels", labels}}, static_cast<int64_t>(indices.size()), seed};
+  Batch batch{{{"pixel_values", preprocess(images)}, {"labels", labels}}, static_cast<int64_t>(indices.size()), seed};
+  if (data_.mixup_alpha > 0 || data_.cutmix_alpha > 0) {  // after normalisation: Mixup blends what the model reads
+    auto mixed = mix_images(batch["pixel_values"], {data_.mixup_alpha, data_.cutmix_alpha, data_.mix_prob}, gen);
+    batch["pixel_values"] = mixed.images;
+    batch.tensors["mix_labels"] = labels.flip(0);  // the partner of image i is image B-1-i
+    batch.tensors["mix_lambda"] = mixed.lambda;
+  }
+  return batch;
 }
 
 std::vector<std::vector<int64_t>> ImageDataset::eval_plan(const std::string& split, int64_t batch_size) {

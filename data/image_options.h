@@ -22,6 +22,9 @@ struct ImageDataOptions {
   int64_t max_train_samples = 0;  // 0: all
   int64_t max_eval_samples = 0;   // 0: all
   bool test_time_hflip = false;   // evaluation/classification average the image and its mirror
+  double mixup_alpha = 0.0;       // Mixup's Beta(alpha, alpha); 0 = off
+  double cutmix_alpha = 0.0;      // CutMix's Beta(alpha, alpha); 0 = off
+  double mix_prob = 1.0;          // share of training images mixed when either is on
 
   template <class V>
   void fields(V& v) {
@@ -40,6 +43,18 @@ struct ImageDataOptions {
     v("max_eval_samples", max_eval_samples, "use only the first N evaluation examples; 0 = all", at_least(0));
     v("test_time_hflip", test_time_hflip,
       "evaluation and zoo classify average the probabilities of each image and its mirror image");
+    v("mixup_alpha", mixup_alpha,
+      "Mixup (Zhang et al. 2018): a training image becomes lam * itself + (1 - lam) * its partner in the batch "
+      "(image B-1-i), lam ~ Beta(alpha, alpha), and the loss weighs the two labels by lam and 1 - lam "
+      "(0.2-1.0 usual; timm's default 0.8); 0 = off",
+      between(0, 100));
+    v("cutmix_alpha", cutmix_alpha,
+      "CutMix (Yun et al. 2019): a box of about 1 - lam of the image, lam ~ Beta(alpha, alpha), is pasted from "
+      "its partner in the batch and the labels are weighed by the areas (1.0 usual); with mixup_alpha too, each "
+      "mixed image takes one of the two with even odds; 0 = off",
+      between(0, 100));
+    v("mix_prob", mix_prob, "probability that a training image is mixed when mixup_alpha or cutmix_alpha is set",
+      between(0, 1));
   }
   /// Fills mean/std from the data set when empty and checks their lengths.
   void resolve(int64_t channels);

@@ -436,4 +436,52 @@ torch::Tensor random_erasing(const torch::Tensor& batch, double p, const std::ve
   return out;
 }
 
+namespace {
+// lambda ~ Beta(alpha, alpha) for every image, from two Gamma(alpha) draws each.
+torch::Tensor beta_draws(int64_t n, double alpha, torch::Generator& gen) {
+  const torch::Tensor g = at::_standard_gamma(torch::full({n, 2}, alpha, torch::kDouble), gen);
+  const torch::Tensor sum = g.sum(1);
+  return torch::where(sum > 0, g.select(1, 0) / sum, torch::full_like(sum, 0.5));
+}
+}  // namespace
+
+MixedImages mix_images(const torch::Tensor& batch, const MixOptions& o, torch::Generator& gen) {
+  if (!batch.defined() || batch.dim() != 4 || !batch.device().is_cpu() || !batch.is_floating_point())
+    throw Error("mix_images: expected a float CPU batch of shape (B, C, H, W)");
+  if (!(o.mixup_alpha >= 0 && o.cutmix_alpha >= 0 && o.prob >= 0 && o.prob <= 1))
+    throw Error(cat("mix_images: alphas must be >= 0 and prob in [0, 1], got ", o.mixup_alpha, ", ", o.cutmix_alpha,
+                    ", ", o.prob));
+  const int64_t n = batch.size(0), h = batch.size(2), w = batch.size(3);
+  MixedImages out{batch.clone(), torch::ones({n}, torch::kFloat)};
+  if (n == 0 || (o.mixup_alpha == 0 && o.cutmix_alpha == 0)) return out;
+  // Per image: the coin, the choice, the box's centre row and column; then the Beta draws.
+  const torch::Tensor u = torch::rand({n, 4}, gen, torch::kDouble);
+  const torch::Tensor mix_lam = o.mixup_alpha > 0 ? beta_draws(n, o.mixup_alpha, gen) : torch::Tensor();
+  const torch::Tensor cut_lam = o.cutmix_alpha > 0 ? beta_draws(n, o.cutmix_alpha, gen) : torch::Tensor();
+  const auto d = u.accessor<double, 2>();
+  float* lambda = out.lambda.data_ptr<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(d[i][0] < o.prob)) continue;
+    const torch::Tensor partner = batch[n - 1 - i];
+    const bool cut = o.mixup_alpha == 0 || (o.cutmix_alpha > 0 && d[i][1] < 0.5);
+    if (!cut) {
+      const double lam = mix_lam[i].item<double>();
+      out.images[i].mul_(lam).add_(partner, 1 - lam);
+      lambda[i] = static_cast<float>(lam);
+      continue;
+    }
+    const double ratio = std::sqrt(1 - cut_lam[i].item<double>());
+    const auto cut_h = static_cast<int64_t>(static_cast<double>(h) * ratio);
+    const auto cut_w = static_cast<int64_t>(static_cast<double>(w) * ratio);
+    const auto cy = std::min(h - 1, static_cast<int64_t>(d[i][2] * static_cast<double>(h)));
+    const auto cx = std::min(w - 1, static_cast<int64_t>(d[i][3] * static_cast<double>(w)));
+    const int64_t y1 = std::clamp<int64_t>(cy - cut_h / 2, 0, h), y2 = std::clamp<int64_t>(cy + cut_h / 2, 0, h);
+    const int64_t x1 = std::clamp<int64_t>(cx - cut_w / 2, 0, w), x2 = std::clamp<int64_t>(cx + cut_w / 2, 0, w);
+    if (y2 > y1 && x2 > x1)
+      out.images[i].narrow(1, y1, y2 - y1).narrow(2, x1, x2 - x1).copy_(partner.narrow(1, y1, y2 - y1).narrow(2, x1, x2 - x1));
+    lambda[i] = static_cast<float>(1 - static_cast<double>((y2 - y1) * (x2 - x1)) / static_cast<double>(h * w));
+  }
+  return out;
+}
+
 }  // namespace zoo::data

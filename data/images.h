@@ -81,4 +81,28 @@ torch::Tensor random_hflip(const torch::Tensor& batch, double p, torch::Generato
 torch::Tensor random_erasing(const torch::Tensor& batch, double p, const std::vector<double>& fill,
                              torch::Generator& gen);
 
+/// What mix_images draws from: ImageDataOptions' mixup_alpha, cutmix_alpha and mix_prob.
+struct MixOptions {
+  double mixup_alpha = 0.0;
+  double cutmix_alpha = 0.0;
+  double prob = 1.0;
+};
+
+/// A mixed batch: the images, and per image the weight `lambda` (float, B) of its own label;
+/// its partner's label (image B-1-i's) weighs 1 - lambda. lambda 1: not mixed.
+struct MixedImages {
+  torch::Tensor images;
+  torch::Tensor lambda;
+};
+
+/// Mixup (Zhang et al. 2018) and CutMix (Yun et al. 2019) per image, as timm's "elem" mode:
+/// with probability o.prob, image i of a (B, C, H, W) float CPU batch is mixed with its
+/// partner, image B-1-i of the batch as given; with both alphas set, each mixed image takes
+/// CutMix or Mixup with even odds. Mixup: lambda x_i + (1 - lambda) x_partner, lambda ~
+/// Beta(mixup_alpha, mixup_alpha). CutMix: lambda ~ Beta(cutmix_alpha, cutmix_alpha), a box of
+/// sides sqrt(1 - lambda) H and W, centred uniformly and clipped to the image, is copied from
+/// the partner, and lambda becomes the share of the image left. The same draws from `gen` per
+/// batch whatever is mixed, so the result is deterministic given its state.
+MixedImages mix_images(const torch::Tensor& batch, const MixOptions& o, torch::Generator& gen);
+
 }  // namespace zoo::data

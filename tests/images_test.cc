@@ -454,6 +454,66 @@ TEST(RandomErasing, OneRectanglePerChosenImageFilledPerChannel) {
   expect_error([&] { random_erasing(batch, 0.5, {1, 2}, gen); }, {"fill needs 1 or 3 values"});
 }
 
+// Image i is the constant i + 1: a mixed image's pixels tell which image each came from.
+TEST(MixImages, MixupBlendsEachImageWithItsPartnerByItsLambda) {
+  const int64_t n = 64;
+  const torch::Tensor batch = (torch::arange(1, n + 1, torch::kFloat)).view({n, 1, 1, 1}).expand({n, 2, 6, 5}).contiguous();
+  torch::Generator gen = at::detail::createCPUGenerator(3);
+  const MixedImages out = mix_images(batch, {0.4, 0.0, 1.0}, gen);
+  ASSERT_EQ(out.lambda.sizes(), (std::vector<int64_t>{n}));
+  int mixed = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double lam = out.lambda[i].item<double>(), own = i + 1.0, partner = n - i;
+    ASSERT_GE(lam, 0.0);
+    ASSERT_LE(lam, 1.0);
+    EXPECT_TRUE(torch::allclose(out.images[i], torch::full({2, 6, 5}, lam * own + (1 - lam) * partner), 1e-5, 1e-4)) << i;
+    mixed += lam < 0.99 && lam > 0.01;
+  }
+  EXPECT_GT(mixed, 20);  // Beta(0.4, 0.4) puts most draws near 0 or 1, not all
+  torch::Generator again = at::detail::createCPUGenerator(3);
+  EXPECT_TRUE(torch::equal(mix_images(batch, {0.4, 0.0, 1.0}, again).images, out.images));
+  torch::Generator none = at::detail::createCPUGenerator(3);
+  const MixedImages kept = mix_images(batch, {0.4, 0.0, 0.0}, none);  // prob 0: nothing mixed
+  EXPECT_TRUE(torch::equal(kept.images, batch));
+  EXPECT_TRUE(kept.lambda.eq(1).all().item<bool>());
+}
+
+TEST(MixImages, CutMixPastesABoxOfThePartnerAndLambdaIsTheShareLeft) {
+  const int64_t n = 64, h = 12, w = 10;
+  const torch::Tensor batch = (torch::arange(1, n + 1, torch::kFloat)).view({n, 1, 1, 1}).expand({n, 3, h, w}).contiguous();
+  torch::Generator gen = at::detail::createCPUGenerator(5);
+  const MixedImages out = mix_images(batch, {0.0, 1.0, 1.0}, gen);
+  int boxes = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const torch::Tensor from_partner = out.images[i][0].eq(static_cast<float>(n - i));  // (H, W)
+    const torch::Tensor own = out.images[i][0].eq(static_cast<float>(i + 1));
+    if (n - i == i + 1) continue;  // no middle image in an even batch; kept for clarity
+    EXPECT_TRUE(from_partner.logical_or(own).all().item<bool>()) << i;  // pasted, not blended
+    const int64_t pasted = from_partner.sum().item<int64_t>();
+    EXPECT_NEAR(out.lambda[i].item<double>(), 1.0 - static_cast<double>(pasted) / (h * w), 1e-6) << i;
+    for (int64_t c = 1; c < 3; ++c) EXPECT_TRUE(torch::equal(out.images[i][c], out.images[i][0]));
+    if (pasted == 0) continue;
+    ++boxes;
+    const torch::Tensor rows = from_partner.any(1).nonzero(), cols = from_partner.any(0).nonzero();
+    EXPECT_EQ(pasted, (rows.max().item<int64_t>() - rows.min().item<int64_t>() + 1) *
+                          (cols.max().item<int64_t>() - cols.min().item<int64_t>() + 1))
+        << "image " << i << ": not a rectangle";
+  }
+  EXPECT_GT(boxes, 40);
+  // Both on: each mixed image takes one of the two.
+  torch::Generator both = at::detail::createCPUGenerator(6);
+  const MixedImages either = mix_images(batch, {1.0, 1.0, 1.0}, both);
+  int blended = 0, pasted = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const torch::Tensor v = either.images[i][0];
+    const bool pure = v.eq(static_cast<float>(i + 1)).logical_or(v.eq(static_cast<float>(n - i))).all().item<bool>();
+    (pure ? pasted : blended) += 1;
+  }
+  EXPECT_GT(blended, 15);
+  EXPECT_GT(pasted, 15);
+  expect_error([&] { mix_images(batch.to(torch::kByte), {1.0, 0.0, 1.0}, gen); }, {"float CPU batch"});
+}
+
 // ---------------------------------------------------------------- image files
 
 // A w x h image with `c` interleaved channels (HWC, as stb writes it).

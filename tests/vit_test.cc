@@ -259,6 +259,43 @@ TEST(ImageClassification, RandomErasingSetsARectangleOfEachTrainingImageToTheMea
   }
 }
 
+// data.mixup_alpha / data.cutmix_alpha: the training batch carries each image's partner label
+// and lambda, and the loss is lambda * CE(own label) + (1 - lambda) * CE(partner's), label
+// smoothing on both. R-Drop does not combine with them.
+TEST(ImageClassification, MixupAndCutMixWeighBothLabelsInTheLoss) {
+  test::TempDir dir;
+  test::write_tiny_mnist(dir.path().string(), 64, 16);
+  auto config = resolve_config(
+      json::parse(test::tiny_vit_config(dir.path().string(), R"(, "label_smoothing_factor": 0.1)")), "tiny.json");
+  config["model"]["hidden_dropout_prob"] = 0.0;
+  const std::vector<int64_t> indices{0, 1, 2, 3, 4, 5, 6, 7};
+  auto plain = make_task(config);
+  plain->prepare_training("");
+  EXPECT_FALSE(plain->make_train_batch(indices, 1).tensors.count("mix_lambda"));  // off by default
+  config["data"]["mixup_alpha"] = 0.8;
+  config["data"]["cutmix_alpha"] = 1.0;
+  auto task = make_task(config);
+  task->prepare_training("");
+  auto* ic = dynamic_cast<ImageClassificationTask*>(task.get());
+  ASSERT_NE(ic, nullptr);
+  const auto batch = task->make_train_batch(indices, 1);
+  const auto lambda = batch["mix_lambda"];
+  EXPECT_TRUE(torch::equal(batch["mix_labels"], batch["labels"].flip(0)));
+  EXPECT_TRUE(lambda.lt(0.999).any().item<bool>());
+  torch::NoGradGuard no_grad;
+  const double loss = task->loss(batch).total.item<double>();
+  const auto logp = torch::log_softmax(ic->vit()->forward(batch["pixel_values"]), -1);
+  const auto smoothed = [&](const torch::Tensor& labels) {  // per image, label smoothing 0.1
+    return -(0.9 * logp.gather(1, labels.unsqueeze(1)).squeeze(1) + 0.1 * logp.mean(1));
+  };
+  const double expected = (lambda * smoothed(batch["labels"]) + (1 - lambda) * smoothed(batch["mix_labels"])).mean().item<double>();
+  EXPECT_NEAR(loss, expected, 1e-5);
+  const double own_only = smoothed(batch["labels"]).mean().item<double>();
+  EXPECT_GT(std::abs(loss - own_only), 1e-3);  // the partner's label counts
+  config["train"]["r_drop_alpha"] = 1.0;
+  EXPECT_THROW(make_task(config), Error);
+}
+
 TEST(ImageClassification, TestTimeHflipAveragesTheProbabilitiesOfTheImageAndItsMirror) {
   test::TempDir dir;
   test::write_tiny_mnist(dir.path().string(), 64, 16);

@@ -15,6 +15,9 @@ ImageClassificationTask::ImageClassificationTask(const json& config, const TaskC
   const auto& o = model_->options();
   data_.resolve(o.num_channels);
   dataset_.emplace(data_, data::ImageModelShape{o.num_channels, o.image_size, o.num_labels, o.labels});
+  if (context_.r_drop_alpha > 0 && (data_.mixup_alpha > 0 || data_.cutmix_alpha > 0))
+    throw Error("config: train.r_drop_alpha does not combine with data.mixup_alpha / data.cutmix_alpha (R-Drop's "
+                "loss has one label per image); set one of them to 0");
 }
 
 void ImageClassificationTask::prepare_training(const std::string& /*output_dir*/) {
@@ -30,9 +33,15 @@ Loss ImageClassificationTask::loss(const Batch& batch) {
   if (context_.r_drop_alpha > 0) return loss_twice(batch);
   // fp32 logits: under bf16 autocast the classifier's output is bf16.
   auto logits = model_->forward(batch["pixel_values"]).to(torch::kFloat);  // (B, num_labels)
-  return {torch::nn::functional::cross_entropy(
-      logits, batch["labels"],
-      torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(context_.label_smoothing))};
+  namespace F = torch::nn::functional;
+  const auto options = F::CrossEntropyFuncOptions().label_smoothing(context_.label_smoothing);
+  if (!batch.tensors.count("mix_lambda")) return {F::cross_entropy(logits, batch["labels"], options)};
+  // Mixup / CutMix: each image's loss weighs its own label by lambda and its partner's by 1 - lambda.
+  const auto per_image = F::CrossEntropyFuncOptions(options).reduction(torch::kNone);
+  const auto& lambda = batch["mix_lambda"];
+  return {(lambda * F::cross_entropy(logits, batch["labels"], per_image) +
+           (1 - lambda) * F::cross_entropy(logits, batch["mix_labels"], per_image))
+              .mean()};
 }
 
 Loss ImageClassificationTask::loss_twice(const Batch& batch) {

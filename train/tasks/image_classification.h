@@ -22,8 +22,8 @@ class ImageClassificationTask : public Task {
   int64_t num_train_examples() const override { return dataset_->train_size(); }
   /// pixel_values (normalised, augmented) and labels.
   Batch make_train_batch(const std::vector<int64_t>& indices, uint64_t seed) const override;
-  /// Cross-entropy of the labels; with train.r_drop_alpha > 0, R-Drop's loss of two passes
-  /// (zoo::r_drop_loss; parts "ce", "kl").
+  /// Cross-entropy of the labels (with Mixup / CutMix, of both labels weighed by mix_lambda);
+  /// with train.r_drop_alpha > 0, R-Drop's loss of two passes (zoo::r_drop_loss; parts "ce", "kl").
   Loss loss(const Batch& batch) override;
   /// Yes: dropout in a slice draws from the slice's own seed stream (train/slices.h).
   bool splittable() const override;
