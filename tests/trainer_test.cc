@@ -1,5 +1,6 @@
 // The generic trainer: exact resume, NaN stop, atomic checkpoints and rotation.
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <torch/version.h>
@@ -766,6 +767,66 @@ TEST(Trainer, WeightDecayExcludeKeepsTheNamedParametersFreeOfDecay) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("\"wpe.\" is in no parameter name"), std::string::npos) << e.what();
   }
+}
+
+// train.layer_lr_decay: the head keeps the learning rate, layer i of L gets decay^(L - i), the
+// embeddings decay^(L + 1). With zero gradients an AdamW step at lr 1 and decay 0.5 multiplies
+// a decayed tensor by 1 - 0.5 * its share; the trainer's schedule keeps the shares.
+TEST(Trainer, LayerLrDecayGivesEachLayerItsShareOfTheLearningRate) {
+  struct Net : torch::nn::Module {
+    Net() {
+      register_module("embeddings", torch::nn::Linear(4, 4));
+      auto encoder = register_module("encoder", std::make_shared<torch::nn::Module>());
+      encoder->register_module("layer", torch::nn::ModuleList(torch::nn::Linear(4, 4), torch::nn::Linear(4, 4)));
+      register_module("classifier", torch::nn::Linear(4, 2));
+    }
+  } net;
+  const auto named = net.named_parameters();
+  const auto shares = layer_lr_scales(named, 0.5);
+  std::map<std::string, double> share;
+  for (size_t i = 0; i < named.size(); ++i) share[named[i].key()] = shares[i];
+  EXPECT_DOUBLE_EQ(share.at("embeddings.weight"), 0.125);
+  EXPECT_DOUBLE_EQ(share.at("encoder.layer.0.weight"), 0.25);
+  EXPECT_DOUBLE_EQ(share.at("encoder.layer.1.bias"), 0.5);
+  EXPECT_DOUBLE_EQ(share.at("classifier.weight"), 1.0);
+  for (double s : layer_lr_scales(named, 1.0)) EXPECT_EQ(s, 1.0);
+
+  for (auto& p : net.parameters()) {
+    torch::NoGradGuard no_grad;
+    p.uniform_(1, 2);
+    p.mutable_grad() = torch::zeros_like(p);
+  }
+  std::map<std::string, torch::Tensor> before;
+  for (const auto& p : named) before[p.key()] = p.value().detach().clone();
+  TrainOptions o;
+  o.learning_rate = 1;
+  o.weight_decay = 0.5;
+  o.layer_lr_decay = 0.5;
+  make_optimizer(net, o)->step();
+  for (const std::string name : {"embeddings.weight", "encoder.layer.0.weight", "encoder.layer.1.weight", "classifier.weight"})
+    EXPECT_NEAR((named[name] / before[name]).mean().item<double>(), 1 - 0.5 * share.at(name), 1e-6) << name;
+
+  // A run keeps the shares under its schedule: the learning rates its optimizer.pt holds.
+  test::TempDir dir;
+  json config = tiny_config(dir, R"(, "layer_lr_decay": 0.5, "lr_scheduler_type": "constant", "warmup_steps": 0)");
+  run(config, dir / "run");
+  torch::serialize::InputArchive archive;  // LibTorch saves each group's options (and loads none)
+  archive.load_from(dir / "run/checkpoint-8/optimizer.pt");
+  torch::serialize::InputArchive saved;
+  archive.read("param_groups", saved);
+  torch::Tensor groups;
+  saved.read("param_groups/size", groups);
+  std::set<double> rates;
+  for (int64_t g = 0; g < groups.item<int64_t>(); ++g) {
+    torch::serialize::InputArchive group, group_options;
+    saved.read("param_groups/" + std::to_string(g), group);
+    group.read("options", group_options);
+    c10::IValue rate;
+    group_options.read("lr", rate);
+    rates.insert(rate.toDouble());
+  }
+  const double lr = config["train"]["learning_rate"].get<double>();
+  EXPECT_EQ(rates, (std::set<double>{lr / 4, lr / 2, lr})) << "a ViT of one layer: embeddings, the layer, the head";
 }
 
 // Resuming with another weight-decay grouping cannot load optimizer.pt: the error says which

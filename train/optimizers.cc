@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
+#include <regex>
 #include <sstream>
 #include <type_traits>
 #include <utility>
@@ -133,12 +136,49 @@ void ThreadedAdamW::before_replay() {
   for (auto& [options, lr] : device_lrs_) lr.fill_(options->lr());
 }
 
+std::vector<double> layer_lr_scales(const torch::OrderedDict<std::string, torch::Tensor>& named, double decay) {
+  static const std::regex layer(R"((^|\.)(layer|layers|h)\.(\d+)\.)");
+  static const std::regex embedding(R"(embed|(^|\.)(wte|wpe)\.)");
+  std::vector<int64_t> depth(named.size(), -1);  // -1: the head, until the layers are counted
+  int64_t layers = 0;
+  for (size_t i = 0; i < named.size(); ++i) {
+    std::smatch m;
+    if (std::regex_search(named[i].key(), m, layer)) {
+      depth[i] = std::stoll(m[3].str()) + 1;
+      layers = std::max(layers, depth[i]);
+    } else if (std::regex_search(named[i].key(), embedding)) {
+      depth[i] = 0;
+    }
+  }
+  std::vector<double> scales(named.size(), 1.0);
+  if (decay == 1.0) return scales;
+  for (size_t i = 0; i < named.size(); ++i)
+    if (depth[i] >= 0) scales[i] = std::pow(decay, static_cast<double>(layers + 1 - depth[i]));
+  return scales;
+}
+
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model, const TrainOptions& o) {
-  auto [decay, no_decay] = split_by_decay(model.named_parameters(), o.weight_decay_exclude);
+  const auto named = model.named_parameters();
+  auto [decay, no_decay] = split_by_decay(named, o.weight_decay_exclude);
+  // Each parameter's share of the learning rate (1 unless train.layer_lr_decay): the groups
+  // are (decay, no decay) per share, highest share first.
+  const std::vector<double> shares = layer_lr_scales(named, o.layer_lr_decay);
+  std::map<const c10::TensorImpl*, double> share_of;
+  for (size_t i = 0; i < named.size(); ++i) share_of[named[i].value().unsafeGetTensorImpl()] = shares[i];
+  std::vector<double> levels(shares.begin(), shares.end());
+  std::sort(levels.begin(), levels.end(), std::greater<>());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  auto add = [&](std::vector<torch::Tensor>& params, auto options) {
-    if (!params.empty())
-      groups.emplace_back(params, std::make_unique<decltype(options)>(options));
+  auto add = [&](const std::vector<torch::Tensor>& params, auto options) {
+    for (double level : levels) {
+      std::vector<torch::Tensor> mine;
+      for (const auto& p : params)
+        if (share_of.at(p.unsafeGetTensorImpl()) == level) mine.push_back(p);
+      if (mine.empty()) continue;
+      auto scaled = std::make_unique<decltype(options)>(options);
+      scaled->lr(options.lr() * level);
+      groups.emplace_back(mine, std::move(scaled));
+    }
   };
   if (o.optim == "adamw" || o.optim == "adam") {
     auto base = torch::optim::AdamWOptions(o.learning_rate)

@@ -13,7 +13,15 @@ namespace zoo {
 /// adamw (ThreadedAdamW), adam or sgd over the model's parameters, in two groups: weight
 /// decay on tensors of 2 or more dimensions, none on biases and normalisation weights, as
 /// Hugging Face and nanoGPT do, and none on the parameters train.weight_decay_exclude names.
+/// With train.layer_lr_decay below 1, two such groups per depth (layer_lr_scales), each with
+/// its share of train.learning_rate as its learning rate.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(torch::nn::Module& model, const TrainOptions& o);
+
+/// Layer-wise learning-rate decay: each parameter's share of the learning rate,
+/// decay^(L + 1 - depth), where depth is 0 for embeddings (a name holding "embed", "wte." or
+/// "wpe."), i + 1 for layer i (".layer.i.", ".layers.i." or ".h.i."; L such layers) and L + 1,
+/// share 1, for everything else (the head, a final norm). decay 1: every share is 1.
+std::vector<double> layer_lr_scales(const torch::OrderedDict<std::string, torch::Tensor>& named, double decay);
 
 /// Scales the gradients of `params` so that their global L2 norm is at most `max_norm` and
 /// returns the norm before scaling, as torch::nn::utils::clip_grad_norm_ (which it calls on

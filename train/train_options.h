@@ -20,6 +20,7 @@ struct TrainOptions {
   double learning_rate = 5e-5;
   double weight_decay = 0.0;
   std::vector<std::string> weight_decay_exclude;  // parameter-name fragments kept free of decay
+  double layer_lr_decay = 1.0;  // layer-wise learning-rate decay (1 = off)
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
   double adam_epsilon = 1e-8;
@@ -74,6 +75,12 @@ struct TrainOptions {
     v("weight_decay_exclude", weight_decay_exclude,
       "parameters whose name contains one of these fragments get no weight decay either, e.g. "
       "[\"wte.\", \"wpe.\"] for embeddings (nanoGPT until February 2023)");
+    v("layer_lr_decay", layer_lr_decay,
+      "layer-wise learning-rate decay for fine-tuning (ELECTRA, BEiT): the head keeps the learning rate, "
+      "the top layer gets it times this, each layer below one factor more, the embeddings last (layers: "
+      "parameter names with .layer.N., .layers.N. or .h.N.; embeddings: names with embed, wte or wpe); "
+      "0.65-0.9 usual; 1 = off",
+      between(0.01, 1));
     v("adam_beta1", adam_beta1, "Adam beta1", between(0, 1));
     v("adam_beta2", adam_beta2, "Adam beta2", between(0, 1));
     v("adam_epsilon", adam_epsilon, "Adam epsilon", between(0, 1));

@@ -47,6 +47,8 @@ Trainer::Trainer(Task& task, TrainerArgs args) : task_(task), args_(std::move(ar
   setup_weights();  // may add the options of an --init-from adapter to config_
   model_->to(args_.device);
   optimizer_ = make_optimizer(*model_, o_);
+  for (auto& group : optimizer_->param_groups())  // each group's share of the schedule's rate
+    lr_shares_.push_back(o_.learning_rate > 0 ? group.options().get_lr() / o_.learning_rate : 1.0);
   plan_schedule();
   if (precision_ == "fp16") scaler_.emplace();
   if (!args_.resume_from.empty()) restore(args_.resume_from);
@@ -393,7 +395,8 @@ TrainResult Trainer::run() {
   while (state_.step < total_steps_) {
     if (o_.max_time > 0) follow_time_budget();
     const double lr = o_.learning_rate * lr_factor(o_.lr_scheduler_type, state_.step, warmup_, total_steps_, o_.min_lr_rate);
-    for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+    auto& groups = optimizer_->param_groups();
+    for (size_t g = 0; g < groups.size(); ++g) groups[g].options().set_lr(lr * lr_shares_[g]);
     const StepOutcome step = optimizer_step(stream);
     ++state_.step;
     if (average_) average_->update(state_.step);

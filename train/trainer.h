@@ -176,6 +176,7 @@ class Trainer {
   std::optional<models::LoraOptions> lora_;  // train.lora (or an --init-from adapter's options)
   std::string adapter_base_;                 // the base model of the adapter, for adapter_config.json
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<double> lr_shares_;  // per parameter group: its share of the learning rate (train.layer_lr_decay)
   std::optional<WeightAverage> average_;
   std::unique_ptr<TrainLogger> log_;
   std::unique_ptr<GraphedTrainStep> graphed_;  // train.cuda_graphs

@@ -138,7 +138,7 @@ void Trainer::restore_weights(const std::string& from) {
   } catch (const c10::Error& e) {
     throw Error(cat((dir / "optimizer.pt").string(), ": cannot load optimizer state (",
                     std::string(e.what_without_backtrace()).substr(0, 200),
-                    "); resume with the run's train.optim and train.weight_decay_exclude"));
+                    "); resume with the run's train.optim, train.weight_decay_exclude and train.layer_lr_decay"));
   }
 }
 
