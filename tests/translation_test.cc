@@ -156,7 +156,9 @@ TEST(TranslationData, SplitIsWrittenAndVocabulariesComeFromTheTrainingSplitOnly)
   EXPECT_EQ(task->model().get(), task->encoder_decoder().module().get());
   // A sentence with unseen characters encodes to OOV ids and translates without a crash.
   SentenceTranslator translator(std::dynamic_pointer_cast<models::EncoderDecoder>(task->model()), task->text());
-  auto out = translator.translate({"三只鼠狗。", "", "  "}, translator.generation_options(1, 5));
+  auto search = translator.generation_options(1, 5);
+  search.attention = true;  // the rows of a heat map
+  auto out = translator.translate({"三只鼠狗。", "", "  "}, search);
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0].source_tokens.front(), "<start>");
   EXPECT_EQ(out[0].source_tokens[3], "鼠");
