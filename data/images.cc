@@ -456,21 +456,23 @@ MixedImages mix_images(const torch::Tensor& batch, const MixOptions& o, torch::G
   if (n == 0 || (o.mixup_alpha == 0 && o.cutmix_alpha == 0)) return out;
   // Per image: the coin, the choice, the box's centre row and column; then the Beta draws.
   const torch::Tensor u = torch::rand({n, 4}, gen, torch::kDouble);
-  const torch::Tensor mix_lam = o.mixup_alpha > 0 ? beta_draws(n, o.mixup_alpha, gen) : torch::Tensor();
-  const torch::Tensor cut_lam = o.cutmix_alpha > 0 ? beta_draws(n, o.cutmix_alpha, gen) : torch::Tensor();
+  const torch::Tensor mix_lam = o.mixup_alpha > 0 ? beta_draws(n, o.mixup_alpha, gen).contiguous() : torch::Tensor();
+  const torch::Tensor cut_lam = o.cutmix_alpha > 0 ? beta_draws(n, o.cutmix_alpha, gen).contiguous() : torch::Tensor();
   const auto d = u.accessor<double, 2>();
+  const double* mix = mix_lam.defined() ? mix_lam.data_ptr<double>() : nullptr;
+  const double* cut_share = cut_lam.defined() ? cut_lam.data_ptr<double>() : nullptr;
   float* lambda = out.lambda.data_ptr<float>();
   for (int64_t i = 0; i < n; ++i) {
     if (!(d[i][0] < o.prob)) continue;
     const torch::Tensor partner = batch[n - 1 - i];
     const bool cut = o.mixup_alpha == 0 || (o.cutmix_alpha > 0 && d[i][1] < 0.5);
     if (!cut) {
-      const double lam = mix_lam[i].item<double>();
+      const double lam = mix[i];
       out.images[i].mul_(lam).add_(partner, 1 - lam);
       lambda[i] = static_cast<float>(lam);
       continue;
     }
-    const double ratio = std::sqrt(1 - cut_lam[i].item<double>());
+    const double ratio = std::sqrt(1 - cut_share[i]);
     const auto cut_h = static_cast<int64_t>(static_cast<double>(h) * ratio);
     const auto cut_w = static_cast<int64_t>(static_cast<double>(w) * ratio);
     const auto cy = std::min(h - 1, static_cast<int64_t>(d[i][2] * static_cast<double>(h)));
