@@ -1,5 +1,6 @@
 #include "models/attention.h"
 
+#include <cmath>
 #include <limits>
 
 #include "models/kernels/attention.h"
@@ -126,6 +127,8 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& 
     value = register_at(*this, o.value_name(), torch::nn::Linear(each));
   }
   output = register_at(*this, o.output_name(), torch::nn::Linear(o.embed_dim(), o.embed_dim()));
+  if (o.learned_temperature())
+    temperature = register_parameter("temperature", torch::full({1}, std::sqrt(double(o.embed_dim() / o.num_heads()))));
   pack();
 }
 
@@ -223,6 +226,12 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
   // One new query after the cached keys sees them all: no causal mask to build (decoding).
   if (causal && !causal_in_kernel && tq != 1)
     keep = torch::ones({tq, tk}, q.options().dtype(torch::kBool)).tril(tk - tq);
+  if (options.exclude_self()) {
+    TORCH_CHECK(tq == tk && tk > 1, "attention: exclude_self needs self-attention over 2 or more positions "
+                                    "without a cache, got ", tq, " queries and ", tk, " keys");
+    auto off_diagonal = torch::eye(tq, q.options().dtype(torch::kBool)).logical_not();
+    keep = keep.defined() ? keep.logical_and(off_diagonal) : off_diagonal;
+  }
   if (mask.key_padding.defined()) {
     const auto& kp = mask.key_padding;
     TORCH_CHECK((kp.dim() == 2 || (kp.dim() == 3 && kp.size(1) == tq)) && kp.size(-1) == tk,
@@ -234,7 +243,10 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
   if (keep.defined())
     additive = torch::zeros(keep.sizes(), q.options()).masked_fill(keep.logical_not(), lowest(q.scalar_type()));
   if (mask.additive.defined()) additive = additive.defined() ? additive + mask.additive : mask.additive;
-  return scaled_dot_product_attention(q, k, v, additive, options.dropout(), is_training(), causal_in_kernel);
+  // The kernel divides by sqrt(head_dim); a learned temperature replaces that divisor.
+  const auto scaled_q =
+      temperature.defined() ? q * (std::sqrt(double(q.size(-1))) / temperature).to(q.scalar_type()) : q;
+  return scaled_dot_product_attention(scaled_q, k, v, additive, options.dropout(), is_training(), causal_in_kernel);
 }
 
 }  // namespace zoo::models

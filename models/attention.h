@@ -37,6 +37,12 @@ struct MultiHeadAttentionOptions {
   /// when set, one projection to 3 * embed_dim under this name holds the query, key and
   /// value rows in that order (GPT-2's attn.c_attn) instead of three (self-attention only)
   TORCH_ARG(std::string, fused_qkv_name) = "";
+  /// Lee et al. 2021's Locality Self-Attention, the two halves: a learned temperature (the
+  /// parameter `temperature`, shape (1), first sqrt(head_dim)) divides the scores instead of
+  /// the fixed sqrt(head_dim) ...
+  TORCH_ARG(bool, learned_temperature) = false;
+  /// ... and each query skips its own key (self-attention over the whole sequence, no cache)
+  TORCH_ARG(bool, exclude_self) = false;
 
  public:
   /// The four names at once: names("self.query", "self.key", "self.value", "output.dense").
@@ -97,6 +103,8 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   /// Three projections, or with options.fused_qkv_name() one (`qkv`) and the three null.
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr}, output{nullptr};
   torch::nn::Linear qkv{nullptr};
+  /// With options.learned_temperature: the scores' divisor, else undefined.
+  torch::Tensor temperature;
 
  private:
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

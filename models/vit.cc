@@ -15,6 +15,9 @@ void ViTOptions::validate() const {
   if (image_size % patch_size != 0)
     throw Error(cat("config: model.image_size (", image_size, ") must be divisible by model.patch_size (",
                     patch_size, ")"));
+  if (shifted_patch_tokenization && patch_size < 2)
+    throw Error(cat("config: model.shifted_patch_tokenization shifts by half a patch and needs model.patch_size >= 2, "
+                    "got ", patch_size));
   if (!labels.empty() && static_cast<int64_t>(labels.size()) != num_labels)
     throw Error(cat("config: model.labels has ", labels.size(), " names but model.num_labels is ", num_labels));
 }
@@ -31,6 +34,8 @@ ViTLayerImpl::ViTLayerImpl(const ViTOptions& o)
                                 MultiHeadAttention(MultiHeadAttentionOptions(o.hidden_size, o.num_attention_heads)
                                                        .qkv_bias(o.qkv_bias)
                                                        .dropout(o.attention_probs_dropout_prob)
+                                                       .learned_temperature(o.locality_self_attention)
+                                                       .exclude_self(o.locality_self_attention)
                                                        .names("attention.query", "attention.key", "attention.value",
                                                               "output.dense")))),
       feed_forward_block(*this, ResidualOptions(o.hidden_size)
@@ -58,7 +63,13 @@ ViTModelImpl::ViTModelImpl(const ViTOptions& o) : o_(o) {
   auto patch = emb->register_module("patch_embeddings", std::make_shared<torch::nn::Module>());
   projection = patch->register_module(
       "projection",
-      torch::nn::Conv2d(torch::nn::Conv2dOptions(o.num_channels, o.hidden_size, o.patch_size).stride(o.patch_size)));
+      torch::nn::Conv2d(
+          torch::nn::Conv2dOptions(o.projected_channels(), o.hidden_size, o.patch_size).stride(o.patch_size)));
+  if (o.shifted_patch_tokenization) {
+    const int64_t features = o.projected_channels() * o.patch_size * o.patch_size;
+    patch_norm = patch->register_module(
+        "layernorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({features}).eps(o.layer_norm_eps)));
+  }
   auto encoder = register_module("encoder", std::make_shared<torch::nn::Module>());
   for (int64_t i = 0; i < o.num_hidden_layers; ++i) layers->push_back(ViTLayer(o));
   encoder->register_module("layer", layers);
@@ -76,10 +87,12 @@ torch::Tensor ViTModelImpl::forward(const torch::Tensor& pixel_values) {
   // The patch convolution (kernel = stride = patch) as one matrix product over the patches:
   // the same arithmetic, without a convolution kernel (oneDNN's cannot run inside the
   // trainer's per-core slices, and LibTorch's fallback is slower than a GEMM).
-  const int64_t p = o_.patch_size, g = o_.image_size / o_.patch_size;
-  auto patches = pixel_values.reshape({batch, o_.num_channels, g, p, g, p})
+  const int64_t p = o_.patch_size, g = o_.image_size / o_.patch_size, c = o_.projected_channels();
+  const auto pixels = o_.shifted_patch_tokenization ? with_diagonal_shifts(pixel_values, p / 2) : pixel_values;
+  auto patches = pixels.reshape({batch, c, g, p, g, p})
                      .permute({0, 2, 4, 1, 3, 5})
-                     .reshape({batch, g * g, o_.num_channels * p * p});  // (B, P, C*p*p), row-major patches
+                     .reshape({batch, g * g, c * p * p});  // (B, P, c*p*p), row-major patches
+  if (patch_norm) patches = patch_norm(patches);
   auto x = torch::nn::functional::linear(patches, projection->weight.view({o_.hidden_size, -1}),
                                          projection->bias);  // (B, P, H)
   x = (*positions)(torch::cat({cls_token.expand({batch, 1, o_.hidden_size}), x}, 1));  // (B, P+1, H)
@@ -89,6 +102,19 @@ torch::Tensor ViTModelImpl::forward(const torch::Tensor& pixel_values) {
     x = checkpointed(is_training(), x, [block](const torch::Tensor& in) { return block->forward(in); });
   }
   return layernorm(x);
+}
+
+torch::Tensor with_diagonal_shifts(const torch::Tensor& images, int64_t shift) {
+  TORCH_CHECK(images.dim() == 4 && shift >= 1 && shift < images.size(2) && shift < images.size(3),
+              "with_diagonal_shifts: images (B, C, H, W) and 1 <= shift < H, W, got ", images.sizes(), " and ", shift);
+  const int64_t h = images.size(2), w = images.size(3), s2 = 2 * shift;
+  auto padded = torch::nn::functional::pad(
+      images, torch::nn::functional::PadFuncOptions({shift, shift, shift, shift}));  // (B, C, H+2s, W+2s)
+  using torch::indexing::Slice;
+  auto window = [&](int64_t top, int64_t left) {  // top, left in the padded frame: 0 moves the image down/right
+    return padded.index({Slice(), Slice(), Slice(top, top + h), Slice(left, left + w)});
+  };
+  return torch::cat({images, window(0, 0), window(0, s2), window(s2, 0), window(s2, s2)}, 1);
 }
 
 ViTForImageClassificationImpl::ViTForImageClassificationImpl(const ViTOptions& o) : o_(o) {
@@ -131,7 +157,12 @@ namespace {
 json vit_from_hf(const json& hf) { return entry::with_labels_of_hf(entry::same_named_fields<ViTOptions>(hf, "vit"), hf); }
 
 json vit_to_hf(const json& model, const std::string& architecture) {
+  for (const char* field : {"shifted_patch_tokenization", "locality_self_attention"})
+    if (model.value(field, false))
+      throw Error(cat("a ViT with model.", field, " (zoo's own, Lee et al. 2021) has no Hugging Face "
+                      "ViTForImageClassification form: its checkpoint runs in zoo only (zoo eval, classify, serve)"));
   json hf = entry::with_hf_labels(model);
+  for (const char* zoo_field : {"shifted_patch_tokenization", "locality_self_attention"}) hf.erase(zoo_field);
   hf["architectures"] = {architecture};
   hf["encoder_stride"] = model.value("patch_size", 16);
   hf["torch_dtype"] = "float32";
@@ -150,7 +181,8 @@ ModelEntry vit_entry() {
   e.architectures = {{"image_classification", "ViTForImageClassification"}};
   e.fact_keys = {{"labels", "labels"}};
   e.architecture_keys = {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-                         "layer_norm_eps", "image_size", "patch_size", "num_channels", "qkv_bias"};
+                         "layer_norm_eps", "image_size", "patch_size", "num_channels", "qkv_bias",
+                         "shifted_patch_tokenization", "locality_self_attention"};
   e.build = [](const json& section, const std::string&) {
     return ViTForImageClassification(read_options<ViTOptions>(section, "model", {"model_type"})).ptr();
   };

@@ -2,7 +2,9 @@
 // Vision Transformer (Dosovitskiy et al. 2020), as described in document 000 (patches,
 // linear projection, class token, position embedding, encoder, MLP head on the class
 // token) with document 004's pre-norm encoder layer, laid out exactly like Hugging Face's
-// ViTForImageClassification so that its model.safetensors + config.json load unchanged:
+// ViTForImageClassification so that its model.safetensors + config.json load unchanged
+// (two options of zoo's own, for small data sets, add names that layout lacks:
+// embeddings.patch_embeddings.layernorm and attention.temperature):
 //
 //   vit.embeddings.cls_token                        (1, 1, H)
 //   vit.embeddings.position_embeddings              (1, P+1, H)
@@ -45,6 +47,9 @@ struct ViTOptions {
   int64_t num_labels = 2;
   /// Class names by index (Hugging Face's id2label); empty means "LABEL_i".
   std::vector<std::string> labels;
+  /// zoo's own (no Hugging Face form): Lee et al. 2021's two changes for small data sets.
+  bool shifted_patch_tokenization = false;
+  bool locality_self_attention = false;
 
   template <class V>
   void fields(V& v) {
@@ -63,11 +68,24 @@ struct ViTOptions {
     v("qkv_bias", qkv_bias, "bias on query/key/value projections");
     v("num_labels", num_labels, "number of classes", at_least(1));
     v("labels", labels, "class names by index (id2label)");
+    v("shifted_patch_tokenization", shifted_patch_tokenization,
+      "each patch also reads the image shifted by half a patch in the four diagonal directions, layer-normalised "
+      "before the projection (Lee et al. 2021; no Hugging Face form)");
+    v("locality_self_attention", locality_self_attention,
+      "each token's attention skips its own key, with a learned temperature per layer (Lee et al. 2021; no "
+      "Hugging Face form)");
   }
   /// Cross-field checks (divisibility, label count); throws zoo::Error.
   void validate() const;
   int64_t num_patches() const { return (image_size / patch_size) * (image_size / patch_size); }
+  /// Channels the patch projection reads: num_channels, five times over with shifted patches.
+  int64_t projected_channels() const { return shifted_patch_tokenization ? 5 * num_channels : num_channels; }
 };
+
+/// Shifted Patch Tokenization's input (Lee et al. 2021): the images (B, C, S, S) followed by
+/// four copies moved `shift` pixels along each diagonal, zeros where they leave the frame:
+/// (B, 5C, S, S), the copies in the order down-right, down-left, up-right, up-left.
+torch::Tensor with_diagonal_shifts(const torch::Tensor& images, int64_t shift);
 
 /// Document 004's pre-norm encoder layer, composed of the shared blocks under ViT's names.
 class ViTLayerImpl : public torch::nn::Module {
@@ -93,6 +111,7 @@ class ViTModelImpl : public torch::nn::Module, public GradientCheckpointing {
   ViTOptions o_;
   torch::Tensor cls_token;
   torch::nn::Conv2d projection{nullptr};
+  torch::nn::LayerNorm patch_norm{nullptr};  // shifted_patch_tokenization only
   std::optional<LearnedPositions> positions;  // embeddings.position_embeddings, after cls_token
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm layernorm{nullptr};

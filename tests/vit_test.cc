@@ -170,6 +170,91 @@ TEST(ViT, ExactStateDictKeys) {
   }
 }
 
+// Shifted Patch Tokenization's input: the image, then copies moved one pixel down-right,
+// down-left, up-right and up-left, each channel in its own place, zeros where they leave.
+TEST(ViT, DiagonalShiftsMoveTheImageWithZerosAtTheEdges) {
+  const auto images = torch::arange(1, 2 * 2 * 4 * 5 + 1, torch::kFloat).view({2, 2, 4, 5});
+  const auto out = models::with_diagonal_shifts(images, 1);
+  ASSERT_EQ(out.sizes(), (std::vector<int64_t>{2, 10, 4, 5}));
+  const int moves[4][2] = {{1, 1}, {1, -1}, {-1, 1}, {-1, -1}};  // (down, right) of each copy
+  auto x = images.accessor<float, 4>();
+  auto y = out.accessor<float, 4>();
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j < 5; ++j) {
+          EXPECT_EQ(y[b][c][i][j], x[b][c][i][j]);
+          for (int copy = 0; copy < 4; ++copy) {
+            const int64_t si = i - moves[copy][0], sj = j - moves[copy][1];
+            const float want = si >= 0 && si < 4 && sj >= 0 && sj < 5 ? x[b][c][si][sj] : 0.f;
+            EXPECT_EQ(y[b][2 + 2 * copy + c][i][j], want) << "copy " << copy << " channel " << c << " at " << i << "," << j;
+          }
+        }
+  EXPECT_THROW(models::with_diagonal_shifts(images, 0), c10::Error);
+}
+
+// Locality Self-Attention's two halves in the shared attention: the scores divided by a
+// learned temperature (first sqrt(head_dim)) and each query's own key left out, against the
+// formula written out, forward and the temperature's gradient.
+TEST(Attention, ExcludeSelfAndALearnedTemperatureFollowTheFormula) {
+  torch::manual_seed(3);
+  models::MultiHeadAttention attention(
+      models::MultiHeadAttentionOptions(8, 2).learned_temperature(true).exclude_self(true));
+  ASSERT_TRUE(attention->temperature.defined());
+  EXPECT_FLOAT_EQ(attention->temperature.item<float>(), 2.f);  // sqrt(head_dim 4)
+  {
+    torch::NoGradGuard no_grad;
+    attention->temperature.fill_(1.7);
+  }
+  const auto x = torch::randn({2, 5, 8});
+  auto heads = [](const torch::Tensor& t) { return t.view({2, 5, 2, 4}).transpose(1, 2); };  // (B, heads, T, d)
+  torch::Tensor want;
+  {
+    torch::NoGradGuard no_grad;
+    auto q = heads(attention->query(x)), k = heads(attention->key(x)), v = heads(attention->value(x));
+    auto scores = torch::matmul(q, k.transpose(-2, -1)) / 1.7;
+    scores = scores.masked_fill(torch::eye(5, torch::kBool), -std::numeric_limits<float>::infinity());
+    auto mixed = torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({2, 5, 8});
+    want = attention->output(mixed);
+  }
+  auto got = attention->forward(x);
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max().item<double>();
+  got.pow(2).sum().backward();
+  ASSERT_TRUE(attention->temperature.grad().defined());
+  EXPECT_GT(attention->temperature.grad().abs().item<double>(), 0);
+  EXPECT_THROW(attention->forward(x.narrow(1, 0, 1)), c10::Error);  // one position has no other key
+}
+
+// Both options on: their parameters, under names of their own, train; Hugging Face's layout
+// has no place for them, so the export refuses such a model before writing anything.
+TEST(ViT, SmallDataOptionsAddTheirParametersTrainAndHaveNoHuggingFaceForm) {
+  auto o = tiny();
+  o.shifted_patch_tokenization = true;
+  o.locality_self_attention = true;
+  torch::manual_seed(0);
+  models::ViTForImageClassification m(o);
+  std::map<std::string, torch::Tensor> params;
+  for (const auto& p : m->named_parameters()) params[p.key()] = p.value();
+  ASSERT_EQ(params.count("vit.embeddings.patch_embeddings.layernorm.weight"), 1u);
+  ASSERT_EQ(params.count("vit.encoder.layer.1.attention.temperature"), 1u);
+  EXPECT_EQ(params["vit.embeddings.patch_embeddings.projection.weight"].sizes(), (std::vector<int64_t>{32, 15, 4, 4}));
+  EXPECT_EQ(params["vit.embeddings.patch_embeddings.layernorm.weight"].sizes(), (std::vector<int64_t>{240}));
+  m->forward(torch::randn({3, 3, 16, 16})).pow(2).sum().backward();
+  for (const auto& [name, p] : params) {
+    ASSERT_TRUE(p.grad().defined()) << name;
+    EXPECT_GT(p.grad().abs().sum().item<double>(), 0) << name << " got no gradient";
+  }
+  for (const char* field : {"shifted_patch_tokenization", "locality_self_attention"}) {
+    json section = to_json(tiny());
+    section["model_type"] = "vit";
+    section[field] = true;
+    EXPECT_THROW(models::to_hf_config(models::resolve_model_config(section)), Error) << field;
+  }
+  o.patch_size = 1;
+  o.image_size = 4;
+  EXPECT_THROW(o.validate(), Error);  // half a patch of one pixel is no shift
+}
+
 torch::Tensor python_logits(const test::TempDir& dir, const std::string& model_dir, const torch::Tensor& x) {
   safetensors::save(dir / "in.safetensors", {{"pixel_values", x}});
   auto r = test::run_python("hf_vit.py", "logits " + model_dir + " " + (dir / "in.safetensors") + " " +
