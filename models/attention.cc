@@ -206,7 +206,9 @@ torch::Tensor MultiHeadAttentionImpl::cross(const torch::Tensor& x, const torch:
     }
     k = split_heads(kv[0], heads);
     v = split_heads(kv[1], heads);
-    if (cache) {
+    if (cache) {  // dense (B, heads, S, d) once, so that no later step copies them for the kernel
+      k = k.contiguous();
+      v = v.contiguous();
       cache->key = k;
       cache->value = v;
     }
