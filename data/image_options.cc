@@ -22,4 +22,10 @@ void ImageDataOptions::resolve(int64_t channels) {
     if (!(s > 0)) throw Error("config: data.std values must be > 0");
 }
 
+std::vector<double> ImageDataOptions::normalized_black() const {
+  std::vector<double> black;
+  for (size_t i = 0; i < mean.size(); ++i) black.push_back(-mean[i] / std[i]);
+  return black;
+}
+
 }  // namespace zoo::data

@@ -22,6 +22,7 @@ struct ImageDataOptions {
   int64_t max_train_samples = 0;  // 0: all
   int64_t max_eval_samples = 0;   // 0: all
   bool test_time_hflip = false;   // evaluation/classification average the image and its mirror
+  int64_t test_time_shift = 0;    // ... and the image moved this many pixels each way; 0 = off
   double mixup_alpha = 0.0;       // Mixup's Beta(alpha, alpha); 0 = off
   double cutmix_alpha = 0.0;      // CutMix's Beta(alpha, alpha); 0 = off
   double mix_prob = 1.0;          // share of training images mixed when either is on
@@ -43,6 +44,10 @@ struct ImageDataOptions {
     v("max_eval_samples", max_eval_samples, "use only the first N evaluation examples; 0 = all", at_least(0));
     v("test_time_hflip", test_time_hflip,
       "evaluation and zoo classify average the probabilities of each image and its mirror image");
+    v("test_time_shift", test_time_shift,
+      "evaluation and zoo classify also average the image moved this many pixels up, down, left and right "
+      "(black entering at the edge, as random_crop_padding pads), mirrored too with test_time_hflip; 0 = off",
+      between(0, 64));
     v("mixup_alpha", mixup_alpha,
       "Mixup (Zhang et al. 2018): a training image becomes lam * itself + (1 - lam) * its partner in the batch "
       "(image B-1-i), lam ~ Beta(alpha, alpha), and the loss weighs the two labels by lam and 1 - lam "
@@ -58,6 +63,8 @@ struct ImageDataOptions {
   }
   /// Fills mean/std from the data set when empty and checks their lengths.
   void resolve(int64_t channels);
+  /// Black (pixel value 0) after normalisation, per channel: -mean / std.
+  std::vector<double> normalized_black() const;
 };
 
 }  // namespace zoo::data

@@ -247,7 +247,7 @@ torch::Tensor MultiHeadAttentionImpl::attend(const torch::Tensor& q, const torch
   if (mask.additive.defined()) additive = additive.defined() ? additive + mask.additive : mask.additive;
   // The kernel divides by sqrt(head_dim); a learned temperature replaces that divisor.
   const auto scaled_q =
-      temperature.defined() ? q * (std::sqrt(double(q.size(-1))) / temperature).to(q.scalar_type()) : q;
+      temperature.defined() ? q * (temperature.reciprocal() * std::sqrt(double(q.size(-1)))).to(q.scalar_type()) : q;
   return scaled_dot_product_attention(scaled_q, k, v, additive, options.dropout(), is_training(), causal_in_kernel);
 }
 

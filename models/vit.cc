@@ -138,11 +138,34 @@ torch::Tensor ViTForImageClassificationImpl::forward(const torch::Tensor& pixel_
   return apply_linear(classifier, hidden.select(1, 0));  // (B, num_labels)
 }
 
-torch::Tensor ViTForImageClassificationImpl::predict(const torch::Tensor& pixel_values, bool mirror) {
-  auto logits = forward(pixel_values).to(torch::kFloat);
-  if (!mirror) return logits;
-  auto mirrored = forward(pixel_values.flip({-1})).to(torch::kFloat);
-  return torch::logsumexp(torch::stack({logits.log_softmax(-1), mirrored.log_softmax(-1)}), 0) - std::log(2.0);
+torch::Tensor shift_images(const torch::Tensor& images, int64_t down, int64_t right, const std::vector<double>& fill) {
+  TORCH_CHECK(images.dim() == 4, "shift_images: images (B, C, H, W), got ", images.sizes());
+  const int64_t c = images.size(1), h = images.size(2), w = images.size(3);
+  TORCH_CHECK(std::abs(down) < h && std::abs(right) < w, "shift_images: a shift of (", down, ", ", right,
+              ") leaves nothing of a ", h, " x ", w, " image");
+  TORCH_CHECK(fill.size() == 1 || static_cast<int64_t>(fill.size()) == c, "shift_images: ", fill.size(),
+              " fill values for ", c, " channels");
+  auto out = torch::tensor(fill, images.options()).view({1, -1, 1, 1}).expand(images.sizes()).contiguous();
+  const int64_t rows = h - std::abs(down), cols = w - std::abs(right);
+  out.narrow(2, std::max<int64_t>(down, 0), rows)
+      .narrow(3, std::max<int64_t>(right, 0), cols)
+      .copy_(images.narrow(2, std::max<int64_t>(-down, 0), rows).narrow(3, std::max<int64_t>(-right, 0), cols));
+  return out;
+}
+
+torch::Tensor ViTForImageClassificationImpl::predict(const torch::Tensor& pixel_values, const TestTimeViews& views) {
+  std::vector<torch::Tensor> images = {pixel_values};
+  if (views.shift > 0) {
+    const int64_t s = views.shift;
+    for (const auto& [down, right] : {std::pair<int64_t, int64_t>{-s, 0}, {s, 0}, {0, -s}, {0, s}})
+      images.push_back(shift_images(pixel_values, down, right, views.fill));
+  }
+  if (views.mirror)
+    for (size_t i = 0, n = images.size(); i < n; ++i) images.push_back(images[i].flip({-1}));
+  if (images.size() == 1) return forward(pixel_values).to(torch::kFloat);
+  std::vector<torch::Tensor> log_probs;  // one view at a time: the activations of one batch
+  for (const auto& image : images) log_probs.push_back(forward(image).to(torch::kFloat).log_softmax(-1));
+  return torch::logsumexp(torch::stack(log_probs), 0) - std::log(static_cast<double>(images.size()));
 }
 
 std::vector<std::string> ViTForImageClassificationImpl::label_names() const {

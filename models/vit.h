@@ -118,14 +118,28 @@ class ViTModelImpl : public torch::nn::Module, public GradientCheckpointing {
 };
 TORCH_MODULE(ViTModel);
 
+/// Test-time augmentation: the views of each image whose probabilities predict() averages.
+struct TestTimeViews {
+  /// the mirror image (of every view)
+  bool mirror = false;
+  /// the image moved this many pixels up, down, left and right; 0 = none
+  int64_t shift = 0;
+  /// what enters at the edge, per channel (1 value or num_channels): normalised black
+  std::vector<double> fill;
+};
+
+/// `images` (B, C, H, W) moved `down` and `right` pixels (negative: up, left), `fill[c]` (one
+/// value for all channels, or one per channel) where they leave the frame.
+torch::Tensor shift_images(const torch::Tensor& images, int64_t down, int64_t right, const std::vector<double>& fill);
+
 class ViTForImageClassificationImpl : public torch::nn::Module {
  public:
   explicit ViTForImageClassificationImpl(const ViTOptions& o);
   /// pixel_values (B, C, S, S) -> logits (B, num_labels), from the class token.
   torch::Tensor forward(const torch::Tensor& pixel_values);
-  /// Inference logits in fp32. With `mirror`, test-time augmentation: the log of the mean of
-  /// the probabilities of the images and of their mirror images (its softmax is that mean).
-  torch::Tensor predict(const torch::Tensor& pixel_values, bool mirror);
+  /// Inference logits in fp32. With test-time views, the log of the mean of the probabilities
+  /// of every view (its softmax is that mean).
+  torch::Tensor predict(const torch::Tensor& pixel_values, const TestTimeViews& views = {});
   /// Class names by index (config labels, else "LABEL_i" as Hugging Face names them).
   std::vector<std::string> label_names() const;
   const ViTOptions& options() const { return o_; }

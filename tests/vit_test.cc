@@ -208,20 +208,20 @@ TEST(Attention, ExcludeSelfAndALearnedTemperatureFollowTheFormula) {
   }
   const auto x = torch::randn({2, 5, 8});
   auto heads = [](const torch::Tensor& t) { return t.view({2, 5, 2, 4}).transpose(1, 2); };  // (B, heads, T, d)
-  torch::Tensor want;
-  {
-    torch::NoGradGuard no_grad;
-    auto q = heads(attention->query(x)), k = heads(attention->key(x)), v = heads(attention->value(x));
-    auto scores = torch::matmul(q, k.transpose(-2, -1)) / 1.7;
-    scores = scores.masked_fill(torch::eye(5, torch::kBool), -std::numeric_limits<float>::infinity());
-    auto mixed = torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({2, 5, 8});
-    want = attention->output(mixed);
-  }
+  auto temperature = torch::full({}, 1.7, torch::requires_grad());  // the formula's own copy
+  auto q = heads(attention->query(x)), k = heads(attention->key(x)), v = heads(attention->value(x));
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) / temperature;
+  scores = scores.masked_fill(torch::eye(5, torch::kBool), -std::numeric_limits<float>::infinity());
+  auto mixed = torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({2, 5, 8});
+  const auto want = attention->output(mixed);
+  want.pow(2).sum().backward();
   auto got = attention->forward(x);
   EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max().item<double>();
   got.pow(2).sum().backward();
   ASSERT_TRUE(attention->temperature.grad().defined());
-  EXPECT_GT(attention->temperature.grad().abs().item<double>(), 0);
+  EXPECT_GT(temperature.grad().abs().item<double>(), 1e-3);
+  EXPECT_NEAR(attention->temperature.grad().item<double>(), temperature.grad().item<double>(),
+              1e-4 * (1 + std::abs(temperature.grad().item<double>())));
   EXPECT_THROW(attention->forward(x.narrow(1, 0, 1)), c10::Error);  // one position has no other key
 }
 
@@ -410,6 +410,54 @@ TEST(ImageClassification, TestTimeHflipAveragesTheProbabilitiesOfTheImageAndItsM
   auto plain = torch::log_softmax(ic->vit()->forward(x), -1);
   const double plain_loss = -plain.gather(1, images.labels.unsqueeze(1)).mean().item<double>();
   EXPECT_GT(std::abs(loss - plain_loss), 1e-4);
+}
+
+// data.test_time_shift: the image moved a pixel up, down, left and right (black entering at the
+// edge, before normalisation, as the training crop pads), each with its mirror too: ten views
+// averaged, against the views made by hand from the raw pixels.
+TEST(ImageClassification, TestTimeShiftAveragesTheMovedImagesAndTheirMirrors) {
+  test::TempDir dir;
+  test::write_tiny_mnist(dir.path().string(), 64, 16);
+  auto config = resolve_config(json::parse(test::tiny_vit_config(dir.path().string())), "tiny.json");
+  config["model"]["hidden_dropout_prob"] = 0.0;
+  config["data"]["test_time_hflip"] = true;
+  config["data"]["test_time_shift"] = 1;
+  auto task = make_task(config);
+  auto* ic = dynamic_cast<ImageClassificationTask*>(task.get());
+  ASSERT_NE(ic, nullptr);
+  {
+    torch::NoGradGuard g;
+    for (auto& p : ic->vit()->parameters()) p.add_(torch::randn_like(p) * 0.5);
+  }
+  const Metrics m = evaluate(*task, "test", 5, torch::Device(torch::kCPU));
+  auto images = data::load_mnist_like(dir.path().string(), "test", {"a", "b", "c", "d"});
+  const int64_t h = images.images.size(2), w = images.images.size(3);
+  const auto padded = torch::constant_pad_nd(images.images, {1, 1, 1, 1}, 0);  // black around
+  std::vector<torch::Tensor> views = {images.images};
+  for (const auto& [down, right] : {std::pair<int64_t, int64_t>{-1, 0}, {1, 0}, {0, -1}, {0, 1}})
+    views.push_back(padded.narrow(2, 1 - down, h).narrow(3, 1 - right, w));
+  torch::NoGradGuard g;
+  ic->vit()->eval();
+  torch::Tensor p;
+  for (const auto& view : views) {
+    auto x = ic->preprocess(view.contiguous());
+    auto both = torch::softmax(ic->vit()->forward(x), -1) + torch::softmax(ic->vit()->forward(x.flip({-1})), -1);
+    p = p.defined() ? p + both : both;
+  }
+  p = p / 10.0;
+  const double loss = -p.log().gather(1, images.labels.unsqueeze(1)).mean().item<double>();
+  EXPECT_NEAR(m.at("loss"), loss, 1e-5);
+  EXPECT_NEAR(m.at("accuracy"), p.argmax(-1).eq(images.labels).to(torch::kDouble).mean().item<double>(), 1e-9);
+  config["data"]["test_time_shift"] = 0;  // the mirror alone differs
+  auto mirror_only = make_task(config);
+  auto* mo = dynamic_cast<ImageClassificationTask*>(mirror_only.get());
+  {
+    torch::NoGradGuard copy;
+    auto from = ic->vit()->parameters();
+    auto to = mo->vit()->parameters();
+    for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+  }
+  EXPECT_GT(std::abs(evaluate(*mirror_only, "test", 5, torch::Device(torch::kCPU)).at("loss") - loss), 1e-4);
 }
 
 TEST(ViT, LoadsAHuggingFaceCheckpointWithSameLogits) {

@@ -65,7 +65,8 @@ Batch ImageClassificationTask::make_eval_batch(const std::string& split, const s
 }
 
 Metrics ImageClassificationTask::eval_sums(const std::string&, const Batch& batch) {
-  return classification_sums(model_->predict(batch["pixel_values"], data_.test_time_hflip), batch["labels"]);
+  const models::TestTimeViews views{data_.test_time_hflip, data_.test_time_shift, data_.normalized_black()};
+  return classification_sums(model_->predict(batch["pixel_values"], views), batch["labels"]);
 }
 
 Metrics ImageClassificationTask::metrics_from_sums(const Metrics& sums) const { return classification_metrics(sums); }
