@@ -35,6 +35,7 @@ struct TranslationDataOptions {
   double teacher_forcing_ratio = 1.0;
   int64_t eval_beam_size = 1;
   int64_t eval_max_length = 50;
+  double eval_length_penalty = 1.0;
   int64_t max_eval_samples = 0;  // 0: the whole split
   bool truncate_source = false;
   int64_t batch_tokens = 0;  // 0: batches of train.per_device_train_batch_size pairs
@@ -79,6 +80,10 @@ struct TranslationDataOptions {
       between(1, 64));
     v("eval_max_length", eval_max_length, "most tokens decoded per sentence for BLEU",
       between(1, 1000));
+    v("eval_length_penalty", eval_length_penalty,
+      "alpha of the BLEU beam decodes: hypotheses ranked by log_prob / length^alpha (zoo translate "
+      "--length-penalty); 0 = raw log-probability",
+      between(-10, 10));
     v("max_eval_samples", max_eval_samples, "evaluate on the first N pairs of the split; 0 = all",
       at_least(0));
     v("source_tokenizer", source_tokenizer,

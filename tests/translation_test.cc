@@ -168,6 +168,21 @@ TEST(TranslationData, SplitIsWrittenAndVocabulariesComeFromTheTrainingSplitOnly)
   EXPECT_FALSE(out[2].attention.defined());
 }
 
+// data.eval_length_penalty reaches the beam search of evaluation's BLEU decodes (default 1,
+// as before the key).
+TEST(TranslationData, EvalLengthPenaltyReachesTheBleuDecodes) {
+  test::TempDir dir;
+  const std::string pairs = dir / "pairs.txt";
+  test::write_file(pairs, pair_file_text());
+  for (const auto& [extra, want] : {std::pair<std::string, double>{"", 1.0}, {R"(, "eval_length_penalty": 0.6)", 0.6}}) {
+    testing::internal::CaptureStderr();
+    auto task = make_translation_task(tiny_config(pairs, extra, "transformer"));
+    testing::internal::GetCapturedStderr();
+    task->prepare_training(dir / (extra.empty() ? "default" : "set"));
+    EXPECT_DOUBLE_EQ(task->generation_options(4, 12).length_penalty, want) << extra;
+  }
+}
+
 TEST(TranslationData, BatchesArePaddedBucketedAndDeterministic) {
   test::TempDir dir;
   const std::string pairs = dir / "pairs.txt";

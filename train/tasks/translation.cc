@@ -176,7 +176,8 @@ Metrics TranslationTask::metrics_from_sums(const Metrics& sums) const {
 }
 
 models::GenerationOptions TranslationTask::generation_options(int64_t num_beams, int64_t max_length) const {
-  return models::search_options(*model_, text_->bos_id(), text_->eos_id(), num_beams, max_length);
+  return models::search_options(*model_, text_->bos_id(), text_->eos_id(), num_beams, max_length,
+                                data_.eval_length_penalty);
 }
 
 void TranslationTask::save_assets(const std::string& dir) const { text_->save(dir, model_->max_positions()); }
