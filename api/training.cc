@@ -90,22 +90,36 @@ void check_finite_losses(const Metrics& metrics, const std::string& checkpoint, 
 }  // namespace
 
 json evaluation_json(const std::string& checkpoint_dir, const std::string& split, const torch::Device& device,
-                     const std::vector<std::string>& overrides, const std::string& quantize) {
+                     const std::vector<std::string>& overrides, const std::string& quantize,
+                     const std::vector<std::string>& ensemble) {
   models::check_quantize(quantize, device);
   auto task = load_task(checkpoint_dir, overrides, device);
   models::quantize_model(*task->model(), quantize);
+  std::vector<std::unique_ptr<Task>> others;  // the ensemble's other members
+  for (const auto& dir : ensemble) {
+    others.push_back(load_task(checked_checkpoint_dir(dir), overrides, device));
+    models::quantize_model(*others.back()->model(), quantize);
+  }
   const auto train = read_options<TrainOptions>(task->config().at("train"), "train");
   const std::string which = split.empty() ? task->default_eval_split() : split;
   // int8 layers compute in fp32 around their integer products: no autocast with them.
   const std::string precision = quantize.empty() ? evaluation_precision(train.precision, device) : "fp32";
   Metrics m;
   try {
-    m = evaluate(*task, which, train.per_device_eval_batch_size, device, precision);
+    if (others.empty()) {
+      m = evaluate(*task, which, train.per_device_eval_batch_size, device, precision);
+    } else {
+      std::vector<Task*> members = {task.get()};
+      std::vector<std::string> names = {checkpoint_dir};
+      for (size_t i = 0; i < others.size(); ++i) members.push_back(others[i].get()), names.push_back(ensemble[i]);
+      m = evaluate_ensemble(members, names, which, train.per_device_eval_batch_size, device, precision);
+    }
   } catch (const models::NonFiniteOutput& e) {  // a translation's decoding for BLEU
     throw Error(cat(checkpoint_dir, ": ", e.what()));
   }
   check_finite_losses(m, checkpoint_dir, which);
   json out(m);
+  if (!others.empty()) out["ensemble"] = static_cast<int64_t>(others.size() + 1);
   if (out.contains("examples")) out["examples"] = static_cast<int64_t>(m.at("examples"));
   out["split"] = which;
   out["precision"] = precision;

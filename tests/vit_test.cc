@@ -460,6 +460,54 @@ TEST(ImageClassification, TestTimeShiftAveragesTheMovedImagesAndTheirMirrors) {
   EXPECT_GT(std::abs(evaluate(*mirror_only, "test", 5, torch::Device(torch::kCPU)).at("loss") - loss), 1e-4);
 }
 
+// zoo eval --ensemble: the members' predicted distributions (each with its own test-time
+// views) averaged and scored as one classifier, against the same by hand; a member that reads
+// other data is refused by its name.
+TEST(ImageClassification, AnEnsembleScoresTheMeanOfItsMembersProbabilities) {
+  test::TempDir dir;
+  test::write_tiny_mnist(dir.path().string(), 64, 16);
+  auto config = resolve_config(json::parse(test::tiny_vit_config(dir.path().string())), "tiny.json");
+  config["model"]["hidden_dropout_prob"] = 0.0;
+  config["data"]["test_time_hflip"] = true;
+  auto a = make_task(config), b = make_task(config);
+  torch::manual_seed(11);
+  for (auto* t : {a.get(), b.get()}) {
+    torch::NoGradGuard g;
+    for (auto& p : t->model()->parameters()) p.add_(torch::randn_like(p) * 0.5);
+  }
+  const torch::Device cpu(torch::kCPU);
+  const Metrics m = evaluate_ensemble({a.get(), b.get()}, {"a", "b"}, "test", 5, cpu);
+  auto images = data::load_mnist_like(dir.path().string(), "test", {"a", "b", "c", "d"});
+  torch::Tensor p;
+  {
+    torch::NoGradGuard g;
+    for (auto* t : {a.get(), b.get()}) {
+      auto* ic = dynamic_cast<ImageClassificationTask*>(t);
+      ASSERT_NE(ic, nullptr);
+      ic->vit()->eval();
+      auto x = ic->preprocess(images.images);
+      auto mean = (torch::softmax(ic->vit()->forward(x), -1) + torch::softmax(ic->vit()->forward(x.flip({-1})), -1)) / 4;
+      p = p.defined() ? p + mean : mean;
+    }
+  }
+  const double loss = -p.log().gather(1, images.labels.unsqueeze(1)).mean().item<double>();
+  EXPECT_EQ(m.at("examples"), 16);
+  EXPECT_NEAR(m.at("loss"), loss, 1e-5);
+  EXPECT_NEAR(m.at("accuracy"), p.argmax(-1).eq(images.labels).to(torch::kDouble).mean().item<double>(), 1e-9);
+  EXPECT_GT(std::abs(evaluate(*a, "test", 5, cpu).at("loss") - loss), 1e-4);  // not a member alone
+
+  test::TempDir other;  // the same shapes, other labels
+  test::write_tiny_mnist(other.path().string(), 64, 16, 8, 4, /*seed=*/99);
+  auto other_config = resolve_config(json::parse(test::tiny_vit_config(other.path().string())), "tiny.json");
+  auto c = make_task(other_config);
+  try {
+    evaluate_ensemble({a.get(), c.get()}, {"a", "runs/c"}, "test", 5, cpu);
+    ADD_FAILURE() << "an ensemble whose members read other labels was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("runs/c: ", 0), 0u) << e.what();
+  }
+}
+
 TEST(ViT, LoadsAHuggingFaceCheckpointWithSameLogits) {
   test::TempDir dir;
   const std::string hf = dir / "hf";

@@ -1,7 +1,9 @@
-// zoo eval --checkpoint DIR [--split valid|test] [--device D] [--set section.key=value]... [--quantize int8]
+// zoo eval --checkpoint DIR [--ensemble DIR]... [--split valid|test] [--device D] [--set section.key=value]...
+//          [--quantize int8]
 // Prints one JSON line of metrics on stdout. The forward passes run in the checkpoint's
 // train.precision (bf16 autocast where it resolves so); --set train.precision=fp32 for fp32.
 // --quantize int8: the linear layers in int8 (fp32 elsewhere; "quantize": "int8" in the line).
+// --ensemble: classifiers' predicted distributions averaged ("ensemble": N in the line).
 #include <iostream>
 
 #include "api/training.h"
@@ -17,12 +19,13 @@ struct EvalArgs {
   std::string device = "auto";
   std::vector<std::string> overrides;
   std::string quantize;  // "" (fp32) or "int8"
+  std::vector<std::string> ensemble;  // more checkpoints whose predictions are averaged
 };
 
 int run_eval(const EvalArgs& a) {
   checked_checkpoint_dir(a.checkpoint);
   std::cout << api::evaluation_json(a.checkpoint, a.split, quantized_device(a.device, a.quantize), a.overrides,
-                                    a.quantize)
+                                    a.quantize, a.ensemble)
                    .dump()
             << std::endl;
   return 0;
@@ -36,6 +39,9 @@ void setup_eval(CLI::App& app, int* exit_code) {
   cmd->add_option("--split", a->split, "valid | test | train (language models: valid | train); default test, valid for language models")
       ->check(CLI::IsMember({"valid", "test", "train"}));
   cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
+  cmd->add_option("--ensemble", a->ensemble,
+                  "another checkpoint of a classifier of the same data (repeatable): the metrics of the mean of the "
+                  "members' predicted probabilities");
   cmd->add_option("--set", a->overrides, "override a config key, e.g. data.path=DIR (repeatable)");
   add_quantize_option(cmd, &a->quantize);
   cmd->callback([a, exit_code] { *exit_code = run_eval(*a); });

@@ -1,8 +1,10 @@
 #include "train/task.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
+#include "train/objectives.h"
 #include "train/precision.h"
 
 namespace zoo {
@@ -63,6 +65,61 @@ Metrics evaluation_sums(Task& task, const std::string& split, int64_t batch_size
 Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
                  const std::string& precision) {
   return task.metrics_from_sums(evaluation_sums(task, split, batch_size, device, 0, 1, precision));
+}
+
+namespace {
+// The members' scores of one batch of examples, checked to describe the same examples.
+std::vector<torch::Tensor> member_log_probs(const std::vector<Task*>& members, const std::vector<std::string>& names,
+                                            const std::string& split, const std::vector<int64_t>& examples,
+                                            const torch::Device& device, torch::Tensor& labels) {
+  std::vector<torch::Tensor> log_probs;
+  for (size_t m = 0; m < members.size(); ++m) {
+    Batch batch = members[m]->make_eval_batch(split, examples);
+    batch.examples = examples;
+    batch = batch.to(device);
+    const auto logits = members[m]->eval_logits(split, batch);
+    if (!logits.defined())
+      throw Error(cat(names[m], ": an ensemble averages classifiers' predictions, and this checkpoint's task has no "
+                                "classes (evaluate it alone)"));
+    if (m == 0) {
+      labels = batch["labels"];
+    } else if (!torch::equal(batch["labels"], labels) || logits.size(-1) != log_probs[0].size(-1)) {
+      throw Error(cat(names[m], ": its ", split, " split has other labels or classes than ", names[0],
+                      "'s: an ensemble's members must read the same data (data.path, the split settings)"));
+    }
+    log_probs.push_back(torch::log_softmax(logits.to(torch::kFloat), -1));
+  }
+  return log_probs;
+}
+}  // namespace
+
+Metrics evaluate_ensemble(const std::vector<Task*>& members, const std::vector<std::string>& names,
+                          const std::string& split, int64_t batch_size, const torch::Device& device,
+                          const std::string& precision) {
+  if (members.empty() || names.size() != members.size())
+    throw std::logic_error("evaluate_ensemble: one name per member, and at least one member");
+  std::vector<std::pair<std::shared_ptr<torch::nn::Module>, bool>> modes;  // restored on the way out
+  for (auto* m : members) modes.emplace_back(m->model(), m->model()->is_training());
+  struct Restore {
+    std::vector<std::pair<std::shared_ptr<torch::nn::Module>, bool>>& modes;
+    ~Restore() {
+      for (auto& [model, training] : modes) model->train(training);
+    }
+  } restore{modes};
+  for (auto& [model, training] : modes) model->eval();
+  torch::NoGradGuard no_grad;
+  AutocastGuard autocast(precision != "fp32", device, autocast_dtype(precision));
+  const auto plan = members[0]->eval_plan(split, batch_size);
+  for (size_t m = 1; m < members.size(); ++m) members[m]->eval_plan(split, batch_size);  // loads the split
+  Metrics sums;
+  for (const auto& examples : plan) {
+    torch::Tensor labels;
+    const auto log_probs = member_log_probs(members, names, split, examples, device, labels);
+    const auto mean = torch::logsumexp(torch::stack(log_probs), 0) - std::log(static_cast<double>(members.size()));
+    for (const auto& [key, value] : classification_sums(mean, labels)) sums[key] += value;
+  }
+  if (sums["examples"] == 0) throw Error(cat("the ", split, " split has no examples to evaluate"));
+  return classification_metrics(sums);
 }
 
 }  // namespace zoo

@@ -94,6 +94,10 @@ class Task {
   virtual Metrics eval_sums(const std::string& split, const Batch& batch) = 0;
   /// and the metrics of a split's sums, always including "loss".
   virtual Metrics metrics_from_sums(const Metrics& sums) const { return sums; }
+  /// Classification tasks: the scores (B, classes) whose softmax is each example's predicted
+  /// distribution, as eval_sums scores them (test-time views included); undefined for the
+  /// tasks without classes (evaluate_ensemble refuses them).
+  virtual torch::Tensor eval_logits(const std::string& /*split*/, const Batch& /*batch*/) { return {}; }
   /// The split `zoo eval` evaluates when none is given.
   virtual std::string default_eval_split() const { return "test"; }
   /// The metric used to keep the best checkpoint when the config does not name one.
@@ -134,5 +138,15 @@ Metrics evaluation_sums(Task& task, const std::string& split, int64_t batch_size
 /// The metrics of a whole split on one process: task.metrics_from_sums(evaluation_sums(...)).
 Metrics evaluate(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
                  const std::string& precision = "fp32");
+
+/// An ensemble's metrics on `split`: the mean of its members' predicted distributions
+/// (Task::eval_logits) scored as one classifier: accuracy, and the loss, the negative log of the
+/// mean probability of the true class. Every member evaluates the same examples, batched as the
+/// first member's plan, each through its own batch (its own tokenizer or normalisation), in eval
+/// mode under `precision` as evaluate(). Throws zoo::Error, naming the member (`names`, one per
+/// member), when one has no classes, or their labels or class counts differ.
+Metrics evaluate_ensemble(const std::vector<Task*>& members, const std::vector<std::string>& names,
+                          const std::string& split, int64_t batch_size, const torch::Device& device,
+                          const std::string& precision = "fp32");
 
 }  // namespace zoo

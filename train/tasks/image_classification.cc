@@ -64,9 +64,13 @@ Batch ImageClassificationTask::make_eval_batch(const std::string& split, const s
   return dataset_->eval_batch(examples);
 }
 
-Metrics ImageClassificationTask::eval_sums(const std::string&, const Batch& batch) {
+torch::Tensor ImageClassificationTask::eval_logits(const std::string&, const Batch& batch) {
   const models::TestTimeViews views{data_.test_time_hflip, data_.test_time_shift, data_.normalized_black()};
-  return classification_sums(model_->predict(batch["pixel_values"], views), batch["labels"]);
+  return model_->predict(batch["pixel_values"], views);
+}
+
+Metrics ImageClassificationTask::eval_sums(const std::string& split, const Batch& batch) {
+  return classification_sums(eval_logits(split, batch), batch["labels"]);
 }
 
 Metrics ImageClassificationTask::metrics_from_sums(const Metrics& sums) const { return classification_metrics(sums); }

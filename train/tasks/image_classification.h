@@ -31,6 +31,7 @@ class ImageClassificationTask : public Task {
   std::vector<std::vector<int64_t>> eval_plan(const std::string& split, int64_t batch_size) override;
   Batch make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const override;
   Metrics eval_sums(const std::string& split, const Batch& batch) override;
+  torch::Tensor eval_logits(const std::string& split, const Batch& batch) override;
   Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_best_metric() const override { return "accuracy"; }
 

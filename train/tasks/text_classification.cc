@@ -81,8 +81,12 @@ Batch TextClassificationTask::make_eval_batch(const std::string& split, const st
   return dataset_->eval_batch(examples);
 }
 
-Metrics TextClassificationTask::eval_sums(const std::string&, const Batch& batch) {
-  return classification_sums(model_->forward(batch["input_ids"], {}, batch["attention_mask"]), batch["labels"]);
+torch::Tensor TextClassificationTask::eval_logits(const std::string&, const Batch& batch) {
+  return model_->forward(batch["input_ids"], {}, batch["attention_mask"]);
+}
+
+Metrics TextClassificationTask::eval_sums(const std::string& split, const Batch& batch) {
+  return classification_sums(eval_logits(split, batch), batch["labels"]);
 }
 
 Metrics TextClassificationTask::metrics_from_sums(const Metrics& sums) const { return classification_metrics(sums); }

@@ -36,6 +36,7 @@ class TextClassificationTask : public Task {
   Batch make_eval_batch(const std::string& split, const std::vector<int64_t>& examples) const override;
   /// loss_sum, correct, examples.
   Metrics eval_sums(const std::string& split, const Batch& batch) override;
+  torch::Tensor eval_logits(const std::string& split, const Batch& batch) override;
   /// loss, accuracy, examples.
   Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_best_metric() const override { return "accuracy"; }
