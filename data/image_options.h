@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/options.h"
+#include "core/test_time_views.h"
 
 namespace zoo::data {
 
@@ -65,6 +66,8 @@ struct ImageDataOptions {
   void resolve(int64_t channels);
   /// Black (pixel value 0) after normalisation, per channel: -mean / std.
   std::vector<double> normalized_black() const;
+  /// The views evaluation and inference average (test_time_hflip, test_time_shift; black fill).
+  TestTimeViews test_time_views() const { return {test_time_hflip, test_time_shift, normalized_black()}; }
 };
 
 }  // namespace zoo::data

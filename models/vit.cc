@@ -154,18 +154,19 @@ torch::Tensor shift_images(const torch::Tensor& images, int64_t down, int64_t ri
 }
 
 torch::Tensor ViTForImageClassificationImpl::predict(const torch::Tensor& pixel_values, const TestTimeViews& views) {
-  std::vector<torch::Tensor> images = {pixel_values};
-  if (views.shift > 0) {
-    const int64_t s = views.shift;
-    for (const auto& [down, right] : {std::pair<int64_t, int64_t>{-s, 0}, {s, 0}, {0, -s}, {0, s}})
-      images.push_back(shift_images(pixel_values, down, right, views.fill));
+  if (!views.mirror && views.shift == 0) return forward(pixel_values).to(torch::kFloat);
+  std::vector<std::pair<int64_t, int64_t>> moves = {{0, 0}};  // (down, right)
+  if (const int64_t s = views.shift; s > 0) moves.insert(moves.end(), {{-s, 0}, {s, 0}, {0, -s}, {0, s}});
+  std::vector<torch::Tensor> log_probs;  // each view made just before its forward: one batch's activations at a time
+  auto score = [&](const torch::Tensor& image) {
+    log_probs.push_back(forward(image).to(torch::kFloat).log_softmax(-1));
+  };
+  for (const auto& [down, right] : moves) {
+    const auto image = down == 0 && right == 0 ? pixel_values : shift_images(pixel_values, down, right, views.fill);
+    score(image);
+    if (views.mirror) score(image.flip({-1}));
   }
-  if (views.mirror)
-    for (size_t i = 0, n = images.size(); i < n; ++i) images.push_back(images[i].flip({-1}));
-  if (images.size() == 1) return forward(pixel_values).to(torch::kFloat);
-  std::vector<torch::Tensor> log_probs;  // one view at a time: the activations of one batch
-  for (const auto& image : images) log_probs.push_back(forward(image).to(torch::kFloat).log_softmax(-1));
-  return torch::logsumexp(torch::stack(log_probs), 0) - std::log(static_cast<double>(images.size()));
+  return torch::logsumexp(torch::stack(log_probs), 0) - std::log(static_cast<double>(log_probs.size()));
 }
 
 std::vector<std::string> ViTForImageClassificationImpl::label_names() const {
@@ -179,13 +180,17 @@ std::vector<std::string> ViTForImageClassificationImpl::label_names() const {
 namespace {
 json vit_from_hf(const json& hf) { return entry::with_labels_of_hf(entry::same_named_fields<ViTOptions>(hf, "vit"), hf); }
 
+// Options of zoo's own (Lee et al. 2021) that Hugging Face's ViT lacks.
+constexpr const char* kZooOnlyFields[] = {"shifted_patch_tokenization", "locality_self_attention"};
+
 json vit_to_hf(const json& model, const std::string& architecture) {
-  for (const char* field : {"shifted_patch_tokenization", "locality_self_attention"})
+  json hf = entry::with_hf_labels(model);
+  for (const char* field : kZooOnlyFields) {
     if (model.value(field, false))
       throw Error(cat("a ViT with model.", field, " (zoo's own, Lee et al. 2021) has no Hugging Face "
                       "ViTForImageClassification form: its checkpoint runs in zoo only (zoo eval, classify, serve)"));
-  json hf = entry::with_hf_labels(model);
-  for (const char* zoo_field : {"shifted_patch_tokenization", "locality_self_attention"}) hf.erase(zoo_field);
+    hf.erase(field);
+  }
   hf["architectures"] = {architecture};
   hf["encoder_stride"] = model.value("patch_size", 16);
   hf["torch_dtype"] = "float32";

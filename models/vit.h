@@ -23,6 +23,7 @@
 #include <torch/torch.h>
 
 #include "core/options.h"
+#include "core/test_time_views.h"
 #include "models/attention.h"
 #include "models/blocks.h"
 #include "models/recompute.h"
@@ -117,16 +118,6 @@ class ViTModelImpl : public torch::nn::Module, public GradientCheckpointing {
   torch::nn::LayerNorm layernorm{nullptr};
 };
 TORCH_MODULE(ViTModel);
-
-/// Test-time augmentation: the views of each image whose probabilities predict() averages.
-struct TestTimeViews {
-  /// the mirror image (of every view)
-  bool mirror = false;
-  /// the image moved this many pixels up, down, left and right; 0 = none
-  int64_t shift = 0;
-  /// what enters at the edge, per channel (1 value or num_channels): normalised black
-  std::vector<double> fill;
-};
 
 /// `images` (B, C, H, W) moved `down` and `right` pixels (negative: up, left), `fill[c]` (one
 /// value for all channels, or one per channel) where they leave the frame.

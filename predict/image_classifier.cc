@@ -14,7 +14,7 @@ torch::Tensor ImageClassifier::probabilities(const torch::Tensor& images) {
   torch::NoGradGuard no_grad;
   const auto device = model_->parameters().front().device();
   auto x = data::to_float_normalized(images, data_.mean, data_.std).to(device);
-  return torch::softmax(model_->predict(x, {data_.test_time_hflip, data_.test_time_shift, data_.normalized_black()}), -1).to(torch::kCPU);
+  return torch::softmax(model_->predict(x, data_.test_time_views()), -1).to(torch::kCPU);
 }
 
 std::unique_ptr<ImageClassifier> load_image_classifier(const std::string& given, const torch::Device& device,

@@ -26,18 +26,18 @@ void require_validation_split(bool holds_out, const std::string& key, const json
 
 namespace {
 
-// Runs f with the task's model in eval mode, gradients off and autocast as `precision` says;
-// the mode is restored after.
+// Runs f with the tasks' models in eval mode, gradients off and autocast as `precision` says;
+// their modes are restored after.
 template <class F>
-auto in_eval_mode(Task& task, const torch::Device& device, const std::string& precision, F f) {
-  auto model = task.model();
-  const bool was_training = model->is_training();
-  model->eval();
+auto in_eval_mode(const std::vector<Task*>& tasks, const torch::Device& device, const std::string& precision, F f) {
   struct Restore {
-    torch::nn::Module& m;
-    bool training;
-    ~Restore() { m.train(training); }
-  } restore{*model, was_training};
+    std::vector<std::pair<std::shared_ptr<torch::nn::Module>, bool>> modes;
+    ~Restore() {
+      for (auto& [model, training] : modes) model->train(training);
+    }
+  } restore;
+  for (auto* task : tasks) restore.modes.emplace_back(task->model(), task->model()->is_training());
+  for (auto& [model, training] : restore.modes) model->eval();
   torch::NoGradGuard no_grad;
   AutocastGuard autocast(precision != "fp32", device, autocast_dtype(precision));
   return f();
@@ -47,7 +47,7 @@ auto in_eval_mode(Task& task, const torch::Device& device, const std::string& pr
 
 Metrics evaluation_sums(Task& task, const std::string& split, int64_t batch_size, const torch::Device& device,
                         int64_t shard, int64_t shards, const std::string& precision) {
-  return in_eval_mode(task, device, precision, [&] {
+  return in_eval_mode({&task}, device, precision, [&] {
     const auto plan = task.eval_plan(split, batch_size);
     int64_t examples = 0;
     for (const auto& b : plan) examples += static_cast<int64_t>(b.size());
@@ -98,28 +98,19 @@ Metrics evaluate_ensemble(const std::vector<Task*>& members, const std::vector<s
                           const std::string& precision) {
   if (members.empty() || names.size() != members.size())
     throw std::logic_error("evaluate_ensemble: one name per member, and at least one member");
-  std::vector<std::pair<std::shared_ptr<torch::nn::Module>, bool>> modes;  // restored on the way out
-  for (auto* m : members) modes.emplace_back(m->model(), m->model()->is_training());
-  struct Restore {
-    std::vector<std::pair<std::shared_ptr<torch::nn::Module>, bool>>& modes;
-    ~Restore() {
-      for (auto& [model, training] : modes) model->train(training);
+  return in_eval_mode(members, device, precision, [&] {
+    const auto plan = members[0]->eval_plan(split, batch_size);
+    for (size_t m = 1; m < members.size(); ++m) members[m]->eval_plan(split, batch_size);  // loads the split
+    Metrics sums;
+    for (const auto& examples : plan) {
+      torch::Tensor labels;
+      const auto log_probs = member_log_probs(members, names, split, examples, device, labels);
+      const auto mean = torch::logsumexp(torch::stack(log_probs), 0) - std::log(static_cast<double>(members.size()));
+      for (const auto& [key, value] : classification_sums(mean, labels)) sums[key] += value;
     }
-  } restore{modes};
-  for (auto& [model, training] : modes) model->eval();
-  torch::NoGradGuard no_grad;
-  AutocastGuard autocast(precision != "fp32", device, autocast_dtype(precision));
-  const auto plan = members[0]->eval_plan(split, batch_size);
-  for (size_t m = 1; m < members.size(); ++m) members[m]->eval_plan(split, batch_size);  // loads the split
-  Metrics sums;
-  for (const auto& examples : plan) {
-    torch::Tensor labels;
-    const auto log_probs = member_log_probs(members, names, split, examples, device, labels);
-    const auto mean = torch::logsumexp(torch::stack(log_probs), 0) - std::log(static_cast<double>(members.size()));
-    for (const auto& [key, value] : classification_sums(mean, labels)) sums[key] += value;
-  }
-  if (sums["examples"] == 0) throw Error(cat("the ", split, " split has no examples to evaluate"));
-  return classification_metrics(sums);
+    if (sums["examples"] == 0) throw Error(cat("the ", split, " split has no examples to evaluate"));
+    return classification_metrics(sums);
+  });
 }
 
 }  // namespace zoo

@@ -65,8 +65,7 @@ Batch ImageClassificationTask::make_eval_batch(const std::string& split, const s
 }
 
 torch::Tensor ImageClassificationTask::eval_logits(const std::string&, const Batch& batch) {
-  const models::TestTimeViews views{data_.test_time_hflip, data_.test_time_shift, data_.normalized_black()};
-  return model_->predict(batch["pixel_values"], views);
+  return model_->predict(batch["pixel_values"], data_.test_time_views());
 }
 
 Metrics ImageClassificationTask::eval_sums(const std::string& split, const Batch& batch) {
