@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "models/kernels/beam_topk.h"
 #include "models/kernels/kv_append.h"
 
 namespace zoo::models {
@@ -335,13 +336,9 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, DecoderState 
     if (constraint) constraint->apply(seqs, log_probs);
     if (options.attention) history = extend_history(history, model.attention(state));
     const int64_t vocab = log_probs.size(1);
-    auto row_scores = torch::tensor(scores, torch::kDouble).to(log_probs.options());  // (N)
-    auto candidates = (log_probs + row_scores.unsqueeze(1)).view({n_live, beams * vocab});
     // 2 * beams candidates: enough for `beams` non-eos ones even if eos is among the best.
     const int64_t width = std::min(2 * beams, beams * vocab);
-    auto [top_scores, top_ids] = candidates.topk(width, 1);  // (B', width) each, best first
-    top_scores = top_scores.to(torch::kCPU, torch::kDouble).contiguous();
-    top_ids = top_ids.to(torch::kCPU).contiguous();
+    const auto [top_scores, top_ids] = beam_topk(log_probs, scores, beams, width);  // (B', width), best first
     auto ts = top_scores.accessor<double, 2>();
     auto ti = top_ids.accessor<int64_t, 2>();
 

@@ -7,6 +7,7 @@
 #include "models/kernels/dropout.h"
 #include "models/kernels/kv_append.h"
 #include "models/kernels/linear.h"
+#include "models/kernels/softmax_rows.h"
 #include "models/entry_helpers.h"
 
 namespace zoo::models {
@@ -166,7 +167,7 @@ torch::Tensor GPT2Decoder::prefill(const torch::Tensor& tokens, const torch::Ten
     state.set(cache_name(i, 'k'), caches[i].key);
     state.set(cache_name(i, 'v'), caches[i].value);
   }
-  return logits.select(1, -1).to(torch::kFloat).log_softmax(-1);
+  return log_softmax_rows(logits.select(1, -1).to(torch::kFloat));
 }
 
 torch::Tensor GPT2Decoder::step(const torch::Tensor& prev_tokens, DecoderState& state) {
@@ -186,7 +187,7 @@ torch::Tensor GPT2Decoder::step(const torch::Tensor& prev_tokens, DecoderState& 
   auto last = [&](const torch::Tensor& t, int64_t n) { return t.defined() ? t.narrow(1, t.size(1) - n, n) : t; };
   if (!use_cache_) {  // recompute the window
     const int64_t n = std::min(tokens.size(1), window);
-    return model_(last(tokens, n), nullptr, last(mask, n)).select(1, -1).to(torch::kFloat).log_softmax(-1);
+    return log_softmax_rows(model_(last(tokens, n), nullptr, last(mask, n)).select(1, -1).to(torch::kFloat));
   }
   const size_t layers = model_->options().n_layer;
   const int64_t cached = state.has(cache_name(0, 'k')) ? state.get(cache_name(0, 'k')).size(2) : 0;
@@ -202,7 +203,7 @@ torch::Tensor GPT2Decoder::step(const torch::Tensor& prev_tokens, DecoderState& 
     state.set(cache_name(i, 'k'), caches[i].key);
     state.set(cache_name(i, 'v'), caches[i].value);
   }
-  return logits.select(1, -1).to(torch::kFloat).log_softmax(-1);
+  return log_softmax_rows(logits.select(1, -1).to(torch::kFloat));
 }
 
 namespace {

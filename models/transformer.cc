@@ -4,6 +4,7 @@
 
 #include "models/kernels/dropout.h"
 #include "models/kernels/linear.h"
+#include "models/kernels/softmax_rows.h"
 #include "models/module_path.h"
 #include "models/entry_helpers.h"
 
@@ -247,7 +248,7 @@ torch::Tensor TransformerImpl::step(const torch::Tensor& prev_tokens, DecoderSta
       state.erase("attention");
     }
   }
-  return project(hidden).to(torch::kFloat).log_softmax(-1);
+  return log_softmax_rows(project(hidden).to(torch::kFloat));
 }
 
 void TransformerImpl::select_attention_head(int64_t head) {

@@ -163,6 +163,23 @@ TEST(SoftmaxRows, LargeScoresAreExactAndNaNPropagates) {
   EXPECT_TRUE(std::isnan(softmax_rows_loss(inf, torch::tensor({1}, torch::kLong), -100).second[0].item<double>()));
 }
 
+TEST(SoftmaxRows, LogSoftmaxRowsIsTorchsLogSoftmax) {
+  torch::manual_seed(3);
+  // Rows of a strided view (as the last position of (N, T, V) logits), one with -inf entries,
+  // one with huge scores, and a width that is not a multiple of the vector lanes.
+  auto logits = (torch::randn({5, 3, 1003}) * 8).select(1, 2);
+  logits.index_put_({1, torch::indexing::Slice(0, 500)}, -std::numeric_limits<float>::infinity());
+  logits.index_put_({2, 7}, 1e30);
+  ASSERT_FALSE(logits.is_contiguous());
+  const auto ours = log_softmax_rows(logits), theirs = torch::log_softmax(logits, -1);
+  const auto finite = torch::isfinite(theirs);
+  EXPECT_TRUE(torch::equal(finite, torch::isfinite(ours)));
+  EXPECT_TRUE(torch::allclose(ours.masked_select(finite), theirs.masked_select(finite), 1e-5, 1e-5));
+  EXPECT_NEAR(ours[2][7].item<double>(), 0.0, 1e-6);
+  logits.index_put_({3, 9}, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_TRUE(std::isnan(log_softmax_rows(logits).max().item<double>())) << "a NaN score must reach the caller";
+}
+
 // The backward pass turns the saved scores into their gradient in place, so a second one
 // through the same graph must be refused, not return wrong gradients.
 TEST(LinearCrossEntropy, CpuKernelRefusesASecondBackwardPass) {

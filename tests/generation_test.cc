@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "models/generation.h"
+#include "models/kernels/beam_topk.h"
 #include "models/seq2seq.h"
 
 namespace zoo {
@@ -213,6 +214,34 @@ TEST(Greedy, TakesTheMostProbableTokenEachStep) {
   auto cut = greedy_decode(loop, loop.start({0}), options(1, 3));
   EXPECT_EQ(cut[0].tokens, (Tokens{kA, kA, kA}));
   EXPECT_FALSE(cut[0].finished);
+}
+
+TEST(BeamTopk, IsTopkOfTheScoredCandidates) {
+  torch::manual_seed(5);
+  const int64_t beams = 4, vocab = 1000, width = 8;
+  auto log_probs = torch::log_softmax(torch::randn({3 * beams, vocab}) * 3, -1);
+  log_probs.index_put_({5, torch::indexing::Slice(0, 990)}, -std::numeric_limits<float>::infinity());
+  // Sentence 0: one live beam (the first step); 1: all live; 2: one live beam with 10 finite tokens.
+  std::vector<double> scores = {0, kNegInf, kNegInf, kNegInf, -1.5, -0.25, -3.0, -2.0,
+                                kNegInf, -4.0, kNegInf, kNegInf};
+  log_probs.index_put_({9, torch::indexing::Slice(10, vocab)}, -std::numeric_limits<float>::infinity());
+  const auto [top, numbers] = models::beam_topk(log_probs, scores, beams, width);
+  const auto candidates = (log_probs + torch::tensor(scores, torch::kDouble).to(torch::kFloat).unsqueeze(1))
+                              .view({3, beams * vocab});
+  const auto [want, want_numbers] = candidates.topk(width, 1);
+  EXPECT_TRUE(torch::equal(top.to(torch::kFloat), want));
+  EXPECT_TRUE(torch::equal(numbers, want_numbers));
+  // Fewer finite candidates than `width`: the rest is -inf.
+  auto few = torch::full({2, 3}, -std::numeric_limits<float>::infinity());
+  few.index_put_({0, 1}, -0.5);
+  const auto [few_top, few_numbers] = models::beam_topk(few, {0.0, 0.0}, 2, 4);
+  EXPECT_EQ(few_top[0][0].item<double>(), -0.5);
+  EXPECT_EQ(few_numbers[0][0].item<int64_t>(), 1);
+  EXPECT_EQ(few_top[0][1].item<double>(), kNegInf);
+  // Ties: the lower number first.
+  const auto [tie_top, tie_numbers] = models::beam_topk(torch::zeros({2, 3}), {0.0, 0.0}, 2, 2);
+  EXPECT_EQ(tie_numbers[0][0].item<int64_t>(), 0);
+  EXPECT_EQ(tie_numbers[0][1].item<int64_t>(), 1);
 }
 
 TEST(BeamSearch, FindsTheBetterSequenceGreedyMisses) {

@@ -17,18 +17,6 @@ namespace {
 constexpr int64_t kSoftmaxChunk = 2048;  // values of a row handled at a time, in fp32 (L1-sized)
 constexpr int kLanes = 16;        // independent partial results, so that reductions vectorise
 
-ZOO_VECTOR_CLONES float chunk_max(const float* __restrict x, int64_t n) {
-  float acc[kLanes];
-  std::fill(acc, acc + kLanes, -std::numeric_limits<float>::infinity());
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) acc[k] = x[i + k] > acc[k] ? x[i + k] : acc[k];
-  float m = -std::numeric_limits<float>::infinity();
-  for (; i < n; ++i) m = std::max(m, x[i]);
-  for (float a : acc) m = std::max(m, a);
-  return m;
-}
-
 // sum_i e^(x_i - m), plus sum_i (x_i - x_i): 0, or NaN where a score is NaN or infinite.
 ZOO_VECTOR_CLONES float chunk_sum_exp(const float* __restrict x, float* __restrict e, int64_t n, float m) {
   for (int64_t i = 0; i < n; ++i) e[i] = exp_cephes(x[i] - m) + (x[i] - x[i]);
@@ -46,6 +34,23 @@ ZOO_VECTOR_CLONES float chunk_sum_exp(const float* __restrict x, float* __restri
 ZOO_VECTOR_CLONES void chunk_softmax(const float* __restrict x, float* __restrict d, int64_t n, float m, float log_sum,
                                      float scale) {
   for (int64_t i = 0; i < n; ++i) d[i] = scale * exp_cephes((x[i] - m) - log_sum);
+}
+
+// sum_i e^(x_i - m) (e^-inf counted as e^-87: nothing next to the e^0 of the maximum).
+ZOO_VECTOR_CLONES float chunk_sum_exp_only(const float* __restrict x, int64_t n, float m) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) acc[k] += exp_cephes(x[i + k] - m);
+  float s = 0.0f;
+  for (; i < n; ++i) s += exp_cephes(x[i] - m);
+  for (float a : acc) s += a;
+  return s;
+}
+
+// out_i = x_i - c.
+ZOO_VECTOR_CLONES void chunk_subtract(const float* __restrict x, float* __restrict out, int64_t n, float c) {
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] - c;
 }
 
 // out_i = x_i + b_i (out may be x).
@@ -78,7 +83,7 @@ std::pair<float, float> row_max_log_sum(const T* row, const float* bias, int64_t
   float m = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < v; i += kSoftmaxChunk) {
     const int64_t n = std::min(kSoftmaxChunk, v - i);
-    m = std::max(m, chunk_max(chunk_of(row, bias, i, n, a), n));
+    m = std::max(m, max_of(chunk_of(row, bias, i, n, a), n));
   }
   if (!std::isfinite(m)) return {std::numeric_limits<float>::quiet_NaN(), 0.0f};  // all -inf, +inf or NaN
   float s = 0.0f;
@@ -169,6 +174,24 @@ torch::Tensor rows_gradient(const torch::Tensor& logits, const float* stats, con
 }
 
 }  // namespace
+
+torch::Tensor log_softmax_rows(const torch::Tensor& x) {
+  if (!x.device().is_cpu() || x.scalar_type() != torch::kFloat || x.dim() != 2 || x.stride(1) != 1 ||
+      x.requires_grad())
+    return torch::log_softmax(x, -1, torch::kFloat);
+  const int64_t rows = x.size(0), v = x.size(1), stride = x.stride(0);
+  auto out = torch::empty({rows, v}, torch::kFloat);
+  const float* in = x.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = in + r * stride;
+      const float m = max_of(row, v);
+      chunk_subtract(row, o + r * v, v, m + std::log(chunk_sum_exp_only(row, v, m)));
+    }
+  });
+  return out;
+}
 
 std::pair<torch::Tensor, torch::Tensor> softmax_rows_loss(const torch::Tensor& logits, const torch::Tensor& labels,
                                                           int64_t ignore_index, const torch::Tensor& bias) {

@@ -23,4 +23,10 @@ std::pair<torch::Tensor, torch::Tensor> softmax_rows_loss(const torch::Tensor& l
 torch::Tensor softmax_rows_gradient_(torch::Tensor& logits, const torch::Tensor& stats, const torch::Tensor& labels,
                                      float scale, int64_t ignore_index, const torch::Tensor& bias = {});
 
+/// log_softmax(x, -1) of a matrix (N, V) in fp32. For fp32 CPU rows (each contiguous) without
+/// gradient: one pass for each row's maximum, one for its sum of exponentials and one that
+/// writes, against LibTorch's three passes that also write and read the exponentials; elsewhere
+/// torch::log_softmax. Decoding's next-token scores.
+torch::Tensor log_softmax_rows(const torch::Tensor& x);
+
 }  // namespace zoo::models

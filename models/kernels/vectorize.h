@@ -46,6 +46,9 @@ inline uint16_t to_bf16(float f) {
 void widen(const uint16_t* __restrict in, float* __restrict out, int64_t n);
 void narrow(const float* __restrict in, uint16_t* __restrict out, int64_t n);
 
+/// The largest of x[0..n) (-inf for n = 0; NaN values are skipped), vectorised.
+float max_of(const float* __restrict x, int64_t n);
+
 /// The data of a contiguous fp32 (T = float) or bf16 (T = uint16_t, its bits) CPU tensor, as the
 /// kernels' loops take it.
 template <typename T>
