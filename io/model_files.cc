@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/input_file.h"
+#include "io/checkpoint.h"
 #include "models/lora.h"
 #include "models/registry.h"
 
@@ -43,7 +44,11 @@ void save_model(const torch::nn::Module& model, const std::string& path, const j
 std::string model_dir(const std::string& dir) {
   std::error_code ec;
   const fs::path refs = fs::path(dir) / "refs" / "main";
-  if (!fs::is_regular_file(refs, ec) || !fs::is_directory(fs::path(dir) / "snapshots", ec)) return dir;
+  if (!fs::is_regular_file(refs, ec) || !fs::is_directory(fs::path(dir) / "snapshots", ec)) {
+    if (has_weights(dir)) return dir;
+    const std::string newest = latest_checkpoint(dir);  // a training run's output directory
+    return newest.empty() ? dir : newest;
+  }
   std::string hash = read_input_file(refs.string(), "Hub cache reference", 4096);
   while (!hash.empty() && std::isspace(static_cast<unsigned char>(hash.back()))) hash.pop_back();
   if (hash.empty() || hash.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)

@@ -48,7 +48,9 @@ void load_model(torch::nn::Module& model, const std::string& path, const std::st
 void check_finite(const std::string& path, const std::map<std::string, torch::Tensor>& tensors);
 
 /// A Hugging Face Hub cache folder (`models--ORG--NAME`, holding refs/main and snapshots/HASH)
-/// -> the snapshot that refs/main names; any other directory as it is.
+/// -> the snapshot that refs/main names; a training run's output directory (no weights of its
+/// own, checkpoint-N folders with trainer_state.json) -> its newest checkpoint; any other
+/// directory as it is.
 std::string model_dir(const std::string& dir);
 /// Whether DIR has weights: model.safetensors, or the shards of model.safetensors.index.json.
 bool has_weights(const std::string& dir);

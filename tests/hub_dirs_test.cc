@@ -12,6 +12,7 @@
 #include "test_util.h"
 #include "io/checkpoint.h"
 #include "io/config.h"
+#include "io/model_files.h"
 #include "io/safetensors.h"
 
 namespace zoo {
@@ -131,6 +132,28 @@ TEST_F(HubDirs, AHubCacheFolderIsAModelDirectory) {
   auto r = test::run_zoo("generate --checkpoint " + repo + " --prompt ' the'");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("refs/main: not a commit hash"), std::string::npos) << r.output;
+}
+
+// `--checkpoint RUN` where RUN is `zoo train`'s output directory: its newest checkpoint, so that
+// a run sized by the clock (train.max_time) needs no step number in the commands after it.
+TEST_F(HubDirs, ARunDirectoryIsItsNewestCheckpoint) {
+  test::TempDir t;
+  const std::string run = t / "run";
+  for (const char* step : {"checkpoint-3", "checkpoint-12"}) {
+    fs::create_directories(run + "/" + step);
+    for (const auto& e : fs::directory_iterator(hf()))
+      fs::copy_file(e.path(), run + "/" + step + "/" + e.path().filename().string());
+    test::write_file(run + "/" + step + "/trainer_state.json", "{}");
+  }
+  fs::copy_file(hf() + "/config.json", run + "/config.json");  // zoo train writes the run's config there too
+  fs::create_directories(run + "/checkpoint-20");  // being written: no trainer_state.json yet
+  fs::create_directories(run + "/checkpoint-7x");  // not a checkpoint name
+  EXPECT_EQ(model_dir(run), run + "/checkpoint-12");
+  EXPECT_EQ(model_dir(run + "/checkpoint-3"), run + "/checkpoint-3");
+  EXPECT_EQ(model_dir(t / "elsewhere"), t / "elsewhere");
+  EXPECT_EQ(generated(run), generated(hf()));
+  fs::remove(run + "/checkpoint-12/trainer_state.json");
+  EXPECT_EQ(model_dir(run), run + "/checkpoint-3");
 }
 
 }  // namespace
