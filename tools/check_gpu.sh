@@ -169,7 +169,7 @@ for precision in fp32 bf16; do
   step "train ViT on cuda, precision $precision, $STEPS steps"
   start=$(date +%s)
   "$ZOO" train --config tools/recipes/vit_fashion_mnist.json --device cuda --output-dir "$RUNS/$precision" \
-    --set data.path="$DATA" --set train.max_steps="$STEPS" --set train.eval_steps="$STEPS" \
+    --set data.path="$DATA" --set train.max_time=0 --set train.max_steps="$STEPS" --set train.eval_steps="$STEPS" \
     --set train.save_steps="$STEPS" --set train.precision=$precision >"$OUT_DIR/train_$precision.log" 2>&1 || status=1
   echo "train wall seconds: $(( $(date +%s) - start ))"
   tail -3 "$OUT_DIR/train_$precision.log"

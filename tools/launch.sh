@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts N processes of a data-parallel run on this machine, as torchrun does, without Python:
 #
-#   tools/launch.sh --nproc 2 -- build/zoo train --config tools/recipes/vit_fashion_mnist.json
+#   tools/launch.sh --nproc 2 -- build/zoo train --config tools/recipes/vit_fashion_mnist.json \
+#     --set train.max_time=0
 #
 # Each process gets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and, unless set,
 # OMP_NUM_THREADS = cores / N). When one exits with an error the others are stopped and the

@@ -105,7 +105,7 @@ void Trainer::plan_schedule() {
                     ") makes 0 steps of ", steps_per_epoch_, " per epoch; set train.max_steps or train.num_train_epochs"));
   if (o_.max_time > 0 && world() > 1)
     throw Error(cat("config: train.max_time runs on one process (each would measure its own speed); train with one "
-                    "process, or set train.max_steps instead"));
+                    "process, or set train.max_time=0 (train.max_steps or train.num_train_epochs then count the steps)"));
   warmup_ = o_.warmup_steps > 0 ? o_.warmup_steps : static_cast<int64_t>(std::ceil(o_.warmup_ratio * total_steps_));
   best_metric_ = o_.metric_for_best_model.empty() ? task_.default_best_metric() : o_.metric_for_best_model;
   greater_ = o_.metric_for_best_model.empty() ? best_metric_ != "loss" : o_.greater_is_better;

@@ -26,7 +26,7 @@ ZOO=$BUILD/zoo
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 LOGGING=$((STEPS / 4))
-COMMON=(train --device cpu --config tools/recipes/vit_fashion_mnist.json --set "train.max_steps=$STEPS"
+COMMON=(train --device cpu --config tools/recipes/vit_fashion_mnist.json --set train.max_time=0 --set "train.max_steps=$STEPS"
         --set "train.logging_steps=$LOGGING" --set train.eval_steps=0 --set train.save_steps=0
         --set train.report_to_tensorboard=false "${EXTRA[@]}")
 
