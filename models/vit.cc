@@ -5,6 +5,7 @@
 #include "models/entry_helpers.h"
 #include "models/kernels/dropout.h"
 #include "models/kernels/linear.h"
+#include "models/kernels/softmax_rows.h"
 
 namespace zoo::models {
 
@@ -166,7 +167,7 @@ torch::Tensor ViTForImageClassificationImpl::predict(const torch::Tensor& pixel_
     score(image);
     if (views.mirror) score(image.flip({-1}));
   }
-  return torch::logsumexp(torch::stack(log_probs), 0) - std::log(static_cast<double>(log_probs.size()));
+  return log_mean_of_distributions(log_probs);
 }
 
 std::vector<std::string> ViTForImageClassificationImpl::label_names() const {
@@ -209,8 +210,8 @@ ModelEntry vit_entry() {
   e.architectures = {{"image_classification", "ViTForImageClassification"}};
   e.fact_keys = {{"labels", "labels"}};
   e.architecture_keys = {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
-                         "layer_norm_eps", "image_size", "patch_size", "num_channels", "qkv_bias",
-                         "shifted_patch_tokenization", "locality_self_attention"};
+                         "layer_norm_eps", "image_size", "patch_size", "num_channels", "qkv_bias"};
+  e.architecture_keys.insert(e.architecture_keys.end(), std::begin(kZooOnlyFields), std::end(kZooOnlyFields));
   e.build = [](const json& section, const std::string&) {
     return ViTForImageClassification(read_options<ViTOptions>(section, "model", {"model_type"})).ptr();
   };

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "models/kernels/softmax_rows.h"
 #include "train/objectives.h"
 #include "train/precision.h"
 
@@ -105,7 +106,7 @@ Metrics evaluate_ensemble(const std::vector<Task*>& members, const std::vector<s
     for (const auto& examples : plan) {
       torch::Tensor labels;
       const auto log_probs = member_log_probs(members, names, split, examples, device, labels);
-      const auto mean = torch::logsumexp(torch::stack(log_probs), 0) - std::log(static_cast<double>(members.size()));
+      const auto mean = models::log_mean_of_distributions(log_probs);
       for (const auto& [key, value] : classification_sums(mean, labels)) sums[key] += value;
     }
     if (sums["examples"] == 0) throw Error(cat("the ", split, " split has no examples to evaluate"));

@@ -193,6 +193,10 @@ torch::Tensor log_softmax_rows(const torch::Tensor& x) {
   return out;
 }
 
+torch::Tensor log_mean_of_distributions(const std::vector<torch::Tensor>& log_probs) {
+  return torch::logsumexp(torch::stack(log_probs), 0) - std::log(static_cast<double>(log_probs.size()));
+}
+
 std::pair<torch::Tensor, torch::Tensor> softmax_rows_loss(const torch::Tensor& logits, const torch::Tensor& labels,
                                                           int64_t ignore_index, const torch::Tensor& bias) {
   check(logits, labels, bias);

@@ -4,6 +4,8 @@
 // nll_loss write and read: the forward pass keeps two figures per row (its maximum and log-sum-exp), and the backward
 // pass turns the scores into their gradient in place. What the output layer's loss
 // (cross_entropy.h) runs on the CPU.
+#include <vector>
+
 #include <torch/torch.h>
 
 namespace zoo::models {
@@ -28,5 +30,9 @@ torch::Tensor softmax_rows_gradient_(torch::Tensor& logits, const torch::Tensor&
 /// writes, against LibTorch's three passes that also write and read the exponentials; elsewhere
 /// torch::log_softmax. Decoding's next-token scores.
 torch::Tensor log_softmax_rows(const torch::Tensor& x);
+
+/// The log of the mean of several distributions over the same classes, each given as
+/// log-probabilities of the same shape: what test-time views and ensembles average.
+torch::Tensor log_mean_of_distributions(const std::vector<torch::Tensor>& log_probs);
 
 }  // namespace zoo::models
