@@ -249,6 +249,22 @@ TEST(SentencePiece, TrainsAndEncodesAsTheLibrarysOwnBinding) {
   }
 }
 
+// The same text trains the same model whichever file holds it: the model records no path (the
+// translation task trains from temporary files named by its process id), so that two runs on
+// the same data share their tokenizers' fingerprints (an ensemble's members must).
+TEST(SentencePiece, TheSameTextTrainsTheSameModelFromAnyFile) {
+  test::TempDir dir;
+  test::write_file(dir / "one.txt", spm_corpus());
+  test::write_file(dir / "two.txt", spm_corpus());
+  auto one = SentencePieceTokenizer::train({dir / "one.txt"}, "unigram", 70);
+  auto two = SentencePieceTokenizer::train({dir / "two.txt"}, "unigram", 70);
+  EXPECT_EQ(one->fingerprint(), two->fingerprint());
+  one->save(dir.path().string());
+  const std::string model = test::read_file(dir / "tokenizer.model");
+  EXPECT_EQ(model.find("one.txt"), std::string::npos);
+  EXPECT_EQ(model.find(dir.path().string()), std::string::npos);
+}
+
 TEST(SentencePiece, BadModelsAndVocabularySizesAreErrors) {
   test::TempDir dir;
   test::write_file(dir / "corpus.txt", spm_corpus());

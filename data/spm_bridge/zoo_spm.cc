@@ -3,9 +3,11 @@
 #include <sentencepiece_trainer.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -148,6 +150,78 @@ int serve() {
 
 }  // namespace
 
+namespace {
+
+// The lines of the training files, one sentence each. The trainer reads them through this
+// iterator rather than from `input`, and writes no files itself, so that the model it returns
+// records neither path (temporary names that hold process ids): the same text then trains the
+// same bytes, and so the same tokenizer fingerprint (an ensemble's members must share it).
+class FileLines : public sentencepiece::SentenceIterator {
+ public:
+  explicit FileLines(const std::string& comma_separated) {
+    for (size_t at = 0; at <= comma_separated.size();) {
+      const size_t end = std::min(comma_separated.find(',', at), comma_separated.size());
+      files_.push_back(comma_separated.substr(at, end - at));
+      at = end + 1;
+    }
+    Next();
+  }
+  bool done() const override { return done_; }
+  void Next() override {
+    while (!done_) {
+      if (in_.is_open() && std::getline(in_, value_)) return;
+      if (in_.is_open() && in_.bad()) return fail("cannot read " + files_[next_ - 1]);
+      in_.close();
+      if (next_ == files_.size()) {
+        done_ = true;
+        return;
+      }
+      in_.clear();
+      in_.open(files_[next_++], std::ios::binary);
+      if (!in_) return fail("cannot open " + files_[next_ - 1]);
+    }
+  }
+  const std::string& value() const override { return value_; }
+  sentencepiece::util::Status status() const override { return status_; }
+
+ private:
+  void fail(const std::string& why) {
+    status_ = sentencepiece::util::Status(sentencepiece::util::StatusCode::kNotFound, why);
+    done_ = true;
+  }
+  std::vector<std::string> files_;
+  size_t next_ = 0;
+  std::ifstream in_;
+  std::string value_;
+  bool done_ = false;
+  sentencepiece::util::Status status_;
+};
+
+// zoo-spm train input=FILE[,FILE...] model_prefix=P KEY=VALUE...: writes P.model.
+int train(std::unordered_map<std::string, std::string> kwargs) {
+  const std::string input = kwargs["input"], prefix = kwargs["model_prefix"];
+  if (input.empty() || prefix.empty()) {
+    std::fprintf(stderr, "zoo-spm train: input=FILE and model_prefix=P are required\n");
+    return 2;
+  }
+  kwargs.erase("input");
+  kwargs.erase("model_prefix");  // the trainer returns the model; it is written below
+  FileLines lines(input);
+  std::string model;
+  auto status = sentencepiece::SentencePieceTrainer::Train(kwargs, &lines, &model);
+  if (status.ok() && !lines.status().ok()) status = lines.status();
+  if (status.ok()) {
+    std::ofstream out(prefix + ".model", std::ios::binary);
+    out.write(model.data(), static_cast<std::streamsize>(model.size()));
+    if (out.flush()) return 0;
+    status = sentencepiece::util::Status(sentencepiece::util::StatusCode::kInternal, "cannot write " + prefix + ".model");
+  }
+  std::fprintf(stderr, "%s\n", status.ToString().c_str());
+  return 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "serve" && argc == 2) return serve();
@@ -162,10 +236,7 @@ int main(int argc, char** argv) {
       }
       kwargs[a.substr(0, eq)] = a.substr(eq + 1);
     }
-    const auto status = sentencepiece::SentencePieceTrainer::Train(kwargs);
-    if (status.ok()) return 0;
-    std::fprintf(stderr, "%s\n", status.ToString().c_str());
-    return 1;
+    return train(kwargs);
   }
   std::fprintf(stderr, "usage: zoo-spm serve | zoo-spm train input=FILE model_prefix=P ... (zoo's SentencePiece helper)\n");
   return 2;
