@@ -106,12 +106,15 @@ json evaluation_json(const std::string& checkpoint_dir, const std::string& split
   const std::string precision = quantize.empty() ? evaluation_precision(train.precision, device) : "fp32";
   Metrics m;
   try {
-    if (others.empty()) {
+    std::vector<Task*> rest;
+    for (auto& other : others) rest.push_back(other.get());
+    if (others.empty() || task->decode_as_ensemble(rest, ensemble)) {
       m = evaluate(*task, which, train.per_device_eval_batch_size, device, precision);
     } else {
       std::vector<Task*> members = {task.get()};
+      members.insert(members.end(), rest.begin(), rest.end());
       std::vector<std::string> names = {checkpoint_dir};
-      for (size_t i = 0; i < others.size(); ++i) members.push_back(others[i].get()), names.push_back(ensemble[i]);
+      names.insert(names.end(), ensemble.begin(), ensemble.end());
       m = evaluate_ensemble(members, names, which, train.per_device_eval_batch_size, device, precision);
     }
   } catch (const models::NonFiniteOutput& e) {  // a translation's decoding for BLEU

@@ -30,10 +30,11 @@ TrainResult run_training(const TrainRequest& request);
 json train_result_json(const TrainResult& result);
 /// zoo eval's line: the metrics of `split` ("" = the task's default), the split and the precision.
 /// `quantize` "int8": the model's linear layers quantized (models/quantize.h), the rest in fp32;
-/// the line then says "quantize": "int8". With `ensemble` (more checkpoint directories of
-/// classifiers that read the same data, each loaded with the same overrides and quantization):
-/// the metrics of the mean of every member's predicted distribution (evaluate_ensemble), and
-/// "ensemble": the number of members.
+/// the line then says "quantize": "int8". With `ensemble` (more checkpoint directories of the
+/// same task and data, each loaded with the same overrides and quantization): the metrics of
+/// the mean of every member's predicted distribution (classifiers: evaluate_ensemble;
+/// translation: at every decoding step, Task::decode_as_ensemble), and "ensemble": the number
+/// of members.
 json evaluation_json(const std::string& checkpoint_dir, const std::string& split, const torch::Device& device,
                      const std::vector<std::string>& overrides = {}, const std::string& quantize = "",
                      const std::vector<std::string>& ensemble = {});

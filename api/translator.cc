@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "api/labels.h"
+#include "core/error.h"
 #include "data/text.h"
 #include "models/quantize.h"
 #include "models/generation.h"
@@ -70,9 +71,14 @@ struct Translator::Impl {
 };
 
 Translator::Translator(const std::string& dir, torch::Device device, const LoadOptions& load)
+    : Translator(std::vector<std::string>{dir}, device, load) {}
+
+Translator::Translator(const std::vector<std::string>& dirs, torch::Device device, const LoadOptions& load)
     : impl_(std::make_unique<Impl>()) {
+  if (dirs.empty()) throw Error("Translator: no checkpoint directory given");
   models::check_quantize(load.quantize, device, "LoadOptions::quantize");
-  impl_->translator = load_translator(dir, device, /*truncate=*/false, load.quantize);
+  impl_->translator = load_translator(dirs.front(), device, /*truncate=*/false, load.quantize,
+                                      std::vector<std::string>(dirs.begin() + 1, dirs.end()));
 }
 Translator::~Translator() = default;
 Translator::Translator(Translator&&) noexcept = default;

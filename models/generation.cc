@@ -104,6 +104,21 @@ void DecoderState::select(const torch::Tensor& indices) {
   for (auto& [name, e] : entries_) e.value = select_rows(e.value, e.batch_dim, indices.to(e.value.device()));
 }
 
+DecoderState DecoderState::take(const std::string& prefix) {
+  DecoderState out;
+  out.wants_attention_ = wants_attention_;
+  for (auto it = entries_.lower_bound(prefix); it != entries_.end() && it->first.rfind(prefix, 0) == 0;) {
+    out.entries_.emplace(it->first.substr(prefix.size()), std::move(it->second));
+    it = entries_.erase(it);
+  }
+  return out;
+}
+
+void DecoderState::put(const std::string& prefix, DecoderState&& other) {
+  for (auto& [name, e] : other.entries_) entries_[prefix + name] = std::move(e);
+  other.entries_.clear();
+}
+
 // ---------------------------------------------------------------------------------------
 // StepModel
 

@@ -58,6 +58,11 @@ class DecoderState {
   void reorder(const torch::Tensor& indices);
   /// Keeps rows `indices` (N') of every entry, in that order (dropping finished sentences).
   void select(const torch::Tensor& indices);
+  /// Moves the entries whose names start with `prefix` into a state of their own, the prefix
+  /// dropped from their names (an ensemble's member reads its own entries; wants_attention copied).
+  DecoderState take(const std::string& prefix);
+  /// Moves every entry of `other` into this state under `prefix` + its name (take()'s inverse).
+  void put(const std::string& prefix, DecoderState&& other);
   /// Whether the search reads StepModel::attention() after each step (GenerationOptions::
   /// attention); a model may skip computing it when not. True until a search says otherwise.
   void set_wants_attention(bool wants) { wants_attention_ = wants; }

@@ -7,6 +7,7 @@
 #include "data/text.h"
 #include "io/checkpoint.h"
 #include "io/inference_model.h"
+#include "models/encoder_decoder_ensemble.h"
 #include "models/entry_helpers.h"
 #include "models/registry.h"
 
@@ -79,8 +80,14 @@ data::TranslationText load_translation_text(const std::string& dir, const json& 
   return text;
 }
 
-std::unique_ptr<SentenceTranslator> load_translator(const std::string& given, const torch::Device& device, bool truncate,
-                                                    const std::string& quantize) {
+namespace {
+struct LoadedTranslation {
+  std::shared_ptr<models::EncoderDecoder> model;
+  data::TranslationText text;
+};
+
+LoadedTranslation load_translation(const std::string& given, const torch::Device& device, bool truncate,
+                                   const std::string& quantize) {
   auto [dir, config] = open_inference_source(given, "translation", "zoo translate");
   const json& section = config.at("model");
   if (truncate) config["data"]["truncate_source"] = true;
@@ -95,7 +102,26 @@ std::unique_ptr<SentenceTranslator> load_translator(const std::string& given, co
   facts.origin = where;
   facts.mismatch_hint = "the vocabulary does not belong to this model";
   models::complete_model_section(section, facts);  // throws when they disagree
-  return std::make_unique<SentenceTranslator>(std::move(model), std::move(text));
+  return {std::move(model), std::move(text)};
+}
+}  // namespace
+
+std::unique_ptr<SentenceTranslator> load_translator(const std::string& given, const torch::Device& device, bool truncate,
+                                                    const std::string& quantize,
+                                                    const std::vector<std::string>& ensemble) {
+  LoadedTranslation first = load_translation(given, device, truncate, quantize);
+  if (ensemble.empty()) return std::make_unique<SentenceTranslator>(std::move(first.model), std::move(first.text));
+  std::vector<std::shared_ptr<models::EncoderDecoder>> members = {first.model};
+  for (const auto& dir : ensemble) {
+    LoadedTranslation other = load_translation(dir, device, truncate, quantize);
+    if (other.text.source_fingerprint() != first.text.source_fingerprint() ||
+        other.text.target_fingerprint() != first.text.target_fingerprint())
+      throw Error(cat(dir, ": its tokenizers or vocabularies differ from ", given,
+                      "'s: an ensemble's members must share them (train them from the same data section)"));
+    members.push_back(std::move(other.model));
+  }
+  return std::make_unique<SentenceTranslator>(std::make_shared<models::EncoderDecoderEnsemble>(std::move(members)),
+                                              std::move(first.text));
 }
 
 }  // namespace zoo

@@ -68,10 +68,13 @@ class SentenceTranslator {
 /// directory with its SentencePiece files) on `device`: vocabularies and SentencePiece models
 /// checked against the model section and the fingerprints they were saved with. With
 /// `truncate`, sources longer than the model reads are cut (else they are errors naming the
-/// limit). `quantize`: "" (fp32) or "int8" (models/quantize.h, CPU only).
+/// limit). `quantize`: "" (fp32) or "int8" (models/quantize.h, CPU only). With `ensemble`
+/// (more such directories, each loaded the same way, whose tokenizers' fingerprints must be
+/// `dir`'s), the translator decodes with the mean of every member's next-token distribution
+/// (models/encoder_decoder_ensemble.h).
 std::unique_ptr<SentenceTranslator> load_translator(const std::string& dir, const torch::Device& device,
-                                                    bool truncate = false,
-                                                    const std::string& quantize = "");
+                                                    bool truncate = false, const std::string& quantize = "",
+                                                    const std::vector<std::string>& ensemble = {});
 /// The data side of a translation model directory: config's data section with both sides'
 /// tokenizers and vocabularies loaded from `dir` (sized by config's model section).
 data::TranslationText load_translation_text(const std::string& dir, const json& config);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "models/encoder_decoder_ensemble.h"
 #include "models/registry.h"
 #include "models/seq2seq.h"
 #include "train/task_registry.h"
@@ -143,6 +144,60 @@ TEST(EncoderDecoder, GenericBeamSearchAgreesAndScoresLikeTeacherForcing) {
   const auto lp = m->forward(src.narrow(0, 0, 1), torch::tensor(in, torch::kLong).unsqueeze(0))[0];
   const auto gold = torch::tensor(best.tokens, torch::kLong).unsqueeze(1);
   EXPECT_NEAR(lp.gather(1, gold).sum().item<double>(), best.log_prob, 1e-5);
+}
+
+// An ensemble decodes with the mean of its members' distributions: at every step the log of
+// the mean of their probabilities (worked out here from the members' own steps), each member
+// on its own entries of the state; two copies of one model decode as that model.
+TEST(EncoderDecoderEnsemble, StepsWithTheMeanOfTheMembersDistributions) {
+  CopyModel a, b;
+  {
+    torch::NoGradGuard no_grad;
+    b->bias.copy_(torch::tensor({0.0, 0.0, 1.5, -1.0, 0.5}));  // favours eos: another opinion
+  }
+  std::shared_ptr<models::EncoderDecoder> pa = a.ptr(), pb = b.ptr();
+  models::EncoderDecoderEnsemble both({pa, pb});
+  const auto src = torch::tensor({{3, 4, 4, 0}, {4, 0, 0, 0}}, torch::kLong);
+  DecoderState state = both.start(src), sa = a->start(src), sb = b->start(src);
+  EXPECT_EQ(state.names(), (std::vector<std::string>{"0/memory", "0/position", "1/memory", "1/position"}));
+  auto prev = torch::full({2}, kBos, torch::kLong);
+  for (int step = 0; step < 3; ++step) {
+    const auto mean = both.step(prev, state);
+    const auto pa_ = a->step(prev, sa).exp(), pb_ = b->step(prev, sb).exp();
+    EXPECT_TRUE(torch::allclose(mean, ((pa_ + pb_) / 2).log(), 1e-5, 1e-6)) << "step " << step;
+    EXPECT_TRUE(torch::allclose(mean.exp().sum(1), torch::ones({2}), 1e-5, 1e-6));
+    // The attention rows: both members attend alike, so the mean is each one's.
+    EXPECT_TRUE(torch::equal(both.attention(state), a->attention(sa)));
+    prev = mean.argmax(1);
+  }
+  // Teacher forcing: the same mean, which a cross-entropy takes as logits.
+  const int bos = kBos, eos = kEos;
+  const auto tgt_in = torch::tensor({{bos, 3, 4}, {bos, 4, eos}}, torch::kLong);
+  torch::NoGradGuard no_grad;
+  const auto forced = both.forward(src, tgt_in);
+  const auto by_hand = ((torch::log_softmax(a->forward(src, tgt_in), -1).exp() +
+                         torch::log_softmax(b->forward(src, tgt_in), -1).exp()) / 2).log();
+  EXPECT_TRUE(torch::allclose(forced, by_hand, 1e-5, 1e-6));
+  // The members' modules are the ensemble's: eval() reaches both.
+  both.module()->train();
+  EXPECT_TRUE(a->is_training() && b->is_training());
+  both.module()->eval();
+  EXPECT_FALSE(a->is_training() || b->is_training());
+
+  // Two copies of one model decode as that model, n-best and scores.
+  models::EncoderDecoderEnsemble twice({pa, pa});
+  GenerationOptions o = greedy(10);
+  o.num_beams = 3;
+  o.num_return_sequences = 2;
+  const auto one = models::generate(*a, src, o), two = models::generate(twice, src, o);
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t s = 0; s < one.size(); ++s)
+    for (size_t k = 0; k < one[s].size(); ++k) {
+      EXPECT_EQ(two[s][k].tokens, one[s][k].tokens);
+      EXPECT_NEAR(two[s][k].log_prob, one[s][k].log_prob, 1e-5);
+      EXPECT_TRUE(torch::allclose(two[s][k].attention, one[s][k].attention));
+    }
+  EXPECT_THROW(models::EncoderDecoderEnsemble({}), Error);
 }
 
 json seq2seq_section() {

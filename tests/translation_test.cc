@@ -662,6 +662,83 @@ TEST_F(TranslationCli, EvalUsesTheRunsSplitWhenThePairFileIsGone) {
   EXPECT_DOUBLE_EQ(eval_json(direct.output)["loss"].get<double>(), m["loss"].get<double>());
 }
 
+// zoo eval / translate --ensemble: models trained apart on the same data decode as one, with
+// the mean of their next-token distributions; members of another split or vocabulary are refused.
+TEST_F(TranslationCli, EnsemblesDecodeWithTheMeanOfTheirMembers) {
+  auto train_other = [&](const std::string& name, const std::string& set, int steps) {
+    const std::string run = *dir_ / name;
+    auto r = run_zoo("train --config " + config_ + " --output-dir " + run + " --device cpu --set train.eval_steps=0" +
+                     " --set train.max_steps=" + std::to_string(steps) + set);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return run + "/checkpoint-" + std::to_string(steps);
+  };
+  const std::string other = train_other("seed7", " --set train.seed=7", 30);
+  auto eval = [&](const std::string& args) {
+    auto r = run_zoo("eval --checkpoint " + checkpoint_ + " --split test --device cpu --set data.eval_beam_size=3 " + args);
+    EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output;
+    return eval_json(r.output);
+  };
+  const json alone = eval(""), itself = eval("--ensemble " + checkpoint_), pair = eval("--ensemble " + other);
+  auto other_alone = run_zoo("eval --checkpoint " + other + " --split test --device cpu");
+  ASSERT_EQ(other_alone.exit_code, 0) << other_alone.output;
+  const double loss_a = alone["loss"], loss_b = eval_json(other_alone.output)["loss"], loss_ab = pair["loss"];
+  // A model with itself is the model.
+  EXPECT_NEAR(itself["loss"].get<double>(), loss_a, 1e-5 * loss_a);
+  EXPECT_EQ(itself["bleu"], alone["bleu"]);
+  EXPECT_EQ(itself["ensemble"], 2);
+  // Two models: the loss of the mean distribution, which is at most the mean of the losses
+  // (the log is concave) and is neither member's.
+  EXPECT_EQ(pair["ensemble"], 2);
+  EXPECT_LE(loss_ab, (loss_a + loss_b) / 2 + 1e-6);
+  EXPECT_GT(std::abs(loss_ab - loss_a), 1e-4);
+  EXPECT_GT(std::abs(loss_ab - loss_b), 1e-4);
+
+  // zoo translate: with itself, the model's translations; with the other, a translation per line.
+  const std::string input = *dir_ / "ens_in.txt";
+  test::write_file(input, "三只红猫。\n\n七只黑猫。\n");
+  EXPECT_EQ(translate("--beam 3 --ensemble " + checkpoint_, input, nullptr), translate("--beam 3", input, nullptr));
+  EXPECT_EQ(lines_of(translate("--beam 3 --ensemble " + other, input, nullptr)).size(), 3u);
+
+  // Members of another split, or with another vocabulary, are refused, naming them.
+  const std::string split = train_other("split7", " --set data.split_seed=7", 15);
+  const std::string vocab = train_other("vocab", " --set data.target_num_words=12", 15);
+  for (const auto& [bad, why] : {std::pair{split, "another split"}, std::pair{vocab, "tokenizers or vocabularies"}}) {
+    auto r = run_zoo("eval --checkpoint " + checkpoint_ + " --split test --device cpu --ensemble " + bad);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find(bad + ": "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(why), std::string::npos) << r.output;
+  }
+  auto r = run_zoo("translate --checkpoint " + checkpoint_ + " --device cpu --input " + input + " --ensemble " + vocab);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("tokenizers or vocabularies differ"), std::string::npos) << r.output;
+}
+
+// tools/train_ensemble.sh: members trained side by side with seeds S, S+1, each scored alone,
+// then the ensemble; run again, the finished members are kept, not trained again.
+TEST_F(TranslationCli, TrainEnsembleScriptTrainsMembersAndScoresTheirEnsemble) {
+  const std::string out = *dir_ / "ens";
+  const std::string script = "ZOO=" + std::string(ZOO_BINARY) + " bash " + std::string(ZOO_TESTS_DIR) +
+                             "/../tools/train_ensemble.sh --config " + config_ + " --members 2 --seed 5 --jobs 2 --out " +
+                             out + " --device cpu --eval-set data.eval_beam_size=2 -- --set train.eval_steps=0";
+  auto r = test::run(script);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* seed : {"5", "6"}) {
+    const json alone = json::parse(test::read_file(out + "/eval-" + seed + ".json"));
+    EXPECT_EQ(alone["examples"], 4) << seed;
+    EXPECT_FALSE(alone.contains("ensemble")) << seed;
+    const json config = json::parse(test::read_file(out + "/member-" + seed + "/checkpoint-30/config.json"));
+    EXPECT_EQ(config["train"]["seed"].get<int64_t>(), std::stoll(seed));
+  }
+  const json both = json::parse(test::read_file(out + "/eval.json"));
+  EXPECT_EQ(both["ensemble"], 2);
+  EXPECT_TRUE(both.contains("bleu") && both.contains("bleu_unseen_source")) << both.dump();
+  r = test::run(script);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string log = test::read_file(out + "/member-5.log");
+  EXPECT_NE(log.find("finished at checkpoint-30: kept"), std::string::npos) << log;
+  EXPECT_EQ(json::parse(test::read_file(out + "/eval.json")), both);
+}
+
 // N steps + resume + M steps = N + M steps, with scheduled sampling drawn from batch seeds.
 TEST_F(TranslationCli, ResumeIsExactWithTeacherForcingBelowOne) {
   const std::string full = *dir_ / "tf-full", resumed = *dir_ / "tf-resumed";

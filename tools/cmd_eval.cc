@@ -3,7 +3,8 @@
 // Prints one JSON line of metrics on stdout. The forward passes run in the checkpoint's
 // train.precision (bf16 autocast where it resolves so); --set train.precision=fp32 for fp32.
 // --quantize int8: the linear layers in int8 (fp32 elsewhere; "quantize": "int8" in the line).
-// --ensemble: classifiers' predicted distributions averaged ("ensemble": N in the line).
+// --ensemble: the members' predicted distributions averaged ("ensemble": N in the line):
+// classifiers' predictions, translation models' next-token distributions at every step.
 #include <iostream>
 
 #include "api/training.h"
@@ -40,8 +41,8 @@ void setup_eval(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"valid", "test", "train"}));
   cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
   cmd->add_option("--ensemble", a->ensemble,
-                  "another checkpoint of a classifier of the same data (repeatable): the metrics of the mean of the "
-                  "members' predicted probabilities");
+                  "another checkpoint of the same task and data (repeatable): the metrics of the mean of the "
+                  "members' predicted probabilities (translation: of the next token at every step)");
   cmd->add_option("--set", a->overrides, "override a config key, e.g. data.path=DIR (repeatable)");
   add_quantize_option(cmd, &a->quantize);
   cmd->callback([a, exit_code] { *exit_code = run_eval(*a); });

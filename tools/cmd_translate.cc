@@ -1,6 +1,6 @@
 // zoo translate --checkpoint DIR [--input FILE] [--beam N] [--max-length L]
 //               [--length-penalty A] [--constrain FILE] [--attention-out FILE.svg]
-//               [--batch-size B] [--device D] [--quantize int8]
+//               [--batch-size B] [--device D] [--quantize int8] [--ensemble DIR]...
 // Reads Chinese sentences (one per line; stdin without --input) and prints one English
 // translation per line, in order; an empty input line gives an empty output line.
 #include <algorithm>
@@ -32,6 +32,7 @@ struct TranslateArgs {
   int64_t batch_size = 64;
   std::string device = "auto";
   std::string quantize;  // "" (fp32) or "int8"
+  std::vector<std::string> ensemble;  // more checkpoints decoded with the first as one model
 };
 
 // Every line must be valid UTF-8; checked before any model work.
@@ -63,8 +64,10 @@ int run_translate(const TranslateArgs& a) {
     lines = read_input_lines(a.input, "--input");
   }
   check_lines(lines, input_name);
-  checked_checkpoint_dir(a.checkpoint);
-  Translator translator(a.checkpoint, quantized_device(a.device, a.quantize), LoadOptions{a.quantize});
+  std::vector<std::string> dirs = {a.checkpoint};
+  dirs.insert(dirs.end(), a.ensemble.begin(), a.ensemble.end());
+  for (const auto& dir : dirs) checked_checkpoint_dir(dir);
+  Translator translator(dirs, quantized_device(a.device, a.quantize), LoadOptions{a.quantize});
   TranslationOptions options;
   options.beam_size = a.beam;
   options.max_length = a.max_length;
@@ -138,6 +141,9 @@ void setup_translate(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd->add_option("--device", a->device, "auto | cpu | cuda | cuda:N | mps")->capture_default_str();
+  cmd->add_option("--ensemble", a->ensemble,
+                  "another translation checkpoint trained on the same data (repeatable): the members' next-token "
+                  "distributions averaged at every step");
   add_quantize_option(cmd, &a->quantize);
   cmd->callback([a, exit_code] { *exit_code = run_translate(*a); });
 }

@@ -98,6 +98,15 @@ class Task {
   /// distribution, as eval_sums scores them (test-time views included); undefined for the
   /// tasks without classes (evaluate_ensemble refuses them).
   virtual torch::Tensor eval_logits(const std::string& /*split*/, const Batch& /*batch*/) { return {}; }
+  /// Tasks that decode their predictions (translation): from now on evaluates as the ensemble
+  /// of this task's model and the `others`' (models::EncoderDecoderEnsemble: the mean of their
+  /// next-token distributions at every step, and of their teacher-forced ones for the loss),
+  /// after checking that the others were trained on the same split with the same tokenizers
+  /// (zoo::Error naming the member: `names`, one per other). False, changing nothing: the
+  /// task's ensembles average final predictions instead (evaluate_ensemble).
+  virtual bool decode_as_ensemble(const std::vector<Task*>& /*others*/, const std::vector<std::string>& /*names*/) {
+    return false;
+  }
   /// The split `zoo eval` evaluates when none is given.
   virtual std::string default_eval_split() const { return "test"; }
   /// The metric used to keep the best checkpoint when the config does not name one.

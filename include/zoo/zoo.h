@@ -164,6 +164,9 @@ struct Translation {
 class ZOO_API Translator {
  public:
   explicit Translator(const std::string& dir, torch::Device device = torch::kCPU, const LoadOptions& load = {});
+  /// An ensemble: the checkpoints `dirs` (trained on the same data with the same tokenizers)
+  /// decoded as one model, the mean of their next-token distributions at every step.
+  Translator(const std::vector<std::string>& dirs, torch::Device device = torch::kCPU, const LoadOptions& load = {});
   ~Translator();
   Translator(Translator&&) noexcept;
   Translator& operator=(Translator&&) noexcept;

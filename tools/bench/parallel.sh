@@ -1,5 +1,5 @@
 # Sourced (not run) by the scripts that run a recipe once per seed, several at a time
-# (seed_spread.sh, bert_imdb_gain.sh); NAME is the script's name for messages.
+# (seed_spread.sh, bert_imdb_gain.sh, tools/train_ensemble.sh); NAME is the script's name for messages.
 #   seed_list SEEDS   the comma-separated SEEDS into the array SEED_LIST, each checked
 #   share_cores RUNS  JOBS (runs at once: the caller's JOBS if set, else one per core, at most
 #                     RUNS) and THREADS (cores / JOBS, at least 1)

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "models/encoder_decoder_ensemble.h"
 #include "models/entry_helpers.h"
 #include "models/registry.h"
 #include "train/bleu.h"
@@ -173,6 +174,28 @@ Metrics TranslationTask::metrics_from_sums(const Metrics& sums) const {
                  {"examples", sums.at("examples")},
                  {"bleu_unseen_source", unseen > 0 ? bleu_score(bleu_from_sums(sums, "bleu_unseen_")).score : 0.0},
                  {"examples_unseen_source", unseen}};
+}
+
+bool TranslationTask::decode_as_ensemble(const std::vector<Task*>& others, const std::vector<std::string>& names) {
+  std::vector<std::shared_ptr<models::EncoderDecoder>> members = {model_};
+  for (size_t i = 0; i < others.size(); ++i) {
+    const auto* other = dynamic_cast<const TranslationTask*>(others.at(i));
+    if (!other) throw Error(cat(names.at(i), ": not a translation checkpoint: an ensemble's members all translate"));
+    const auto& d = other->data_;
+    if (d.path != data_.path || d.num_examples != data_.num_examples || d.test_size != data_.test_size ||
+        d.valid_size != data_.valid_size || d.split_seed != data_.split_seed)
+      throw Error(cat(names.at(i), ": trained on another split (data.path, num_examples, test_size, valid_size, "
+                                   "split_seed) than the first checkpoint: its test pairs may be the other's "
+                                   "training pairs; ensemble checkpoints trained on the same data section"));
+    if (other->text_->source_fingerprint() != text_->source_fingerprint() ||
+        other->text_->target_fingerprint() != text_->target_fingerprint())
+      throw Error(cat(names.at(i), ": its tokenizers or vocabularies differ from the first checkpoint's "
+                                   "(data.source_tokenizer_fingerprint / target_tokenizer_fingerprint in config.json): "
+                                   "an ensemble's members must share them"));
+    members.push_back(other->model_);
+  }
+  model_ = std::make_shared<models::EncoderDecoderEnsemble>(std::move(members));
+  return true;
 }
 
 models::GenerationOptions TranslationTask::generation_options(int64_t num_beams, int64_t max_length) const {

@@ -70,6 +70,9 @@ class TranslationTask : public Task {
   /// training split.
   Metrics metrics_from_sums(const Metrics& sums) const override;
   std::string default_best_metric() const override { return "bleu"; }
+  /// Yes: the others must be translation checkpoints with this one's split (data.path,
+  /// num_examples, test_size, valid_size, split_seed) and tokenizers (their fingerprints).
+  bool decode_as_ensemble(const std::vector<Task*>& others, const std::vector<std::string>& names) override;
   /// Writes the vocabularies and tokenizers (data::TranslationText::save).
   void save_assets(const std::string& dir) const override;
 
