@@ -206,6 +206,11 @@ class TranslationText {
   /// The sides' tokenizers' fingerprints.
   std::string source_fingerprint() const { return source_.fingerprint(); }
   std::string target_fingerprint() const { return target_.fingerprint(); }
+  /// Whether `other` cuts and numbers both sides as this one does (the same fingerprints): what
+  /// models decoded as one ensemble must share.
+  bool same_tokenizers(const TranslationText& other) const {
+    return source_fingerprint() == other.source_fingerprint() && target_fingerprint() == other.target_fingerprint();
+  }
 
  private:
   void train_tokenizers(const std::vector<SentencePair>& train);

@@ -114,8 +114,7 @@ std::unique_ptr<SentenceTranslator> load_translator(const std::string& given, co
   std::vector<std::shared_ptr<models::EncoderDecoder>> members = {first.model};
   for (const auto& dir : ensemble) {
     LoadedTranslation other = load_translation(dir, device, truncate, quantize);
-    if (other.text.source_fingerprint() != first.text.source_fingerprint() ||
-        other.text.target_fingerprint() != first.text.target_fingerprint())
+    if (!other.text.same_tokenizers(first.text))
       throw Error(cat(dir, ": its tokenizers or vocabularies differ from ", given,
                       "'s: an ensemble's members must share them (train them from the same data section)"));
     members.push_back(std::move(other.model));

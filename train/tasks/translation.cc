@@ -187,8 +187,7 @@ bool TranslationTask::decode_as_ensemble(const std::vector<Task*>& others, const
       throw Error(cat(names.at(i), ": trained on another split (data.path, num_examples, test_size, valid_size, "
                                    "split_seed) than the first checkpoint: its test pairs may be the other's "
                                    "training pairs; ensemble checkpoints trained on the same data section"));
-    if (other->text_->source_fingerprint() != text_->source_fingerprint() ||
-        other->text_->target_fingerprint() != text_->target_fingerprint())
+    if (!other->text_->same_tokenizers(*text_))
       throw Error(cat(names.at(i), ": its tokenizers or vocabularies differ from the first checkpoint's "
                                    "(data.source_tokenizer_fingerprint / target_tokenizer_fingerprint in config.json): "
                                    "an ensemble's members must share them"));
