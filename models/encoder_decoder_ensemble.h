@@ -40,8 +40,6 @@ class EncoderDecoderEnsemble : public EncoderDecoder {
   int64_t attention_heads() const override;
   void select_attention_head(int64_t head) override;
 
-  const std::vector<std::shared_ptr<EncoderDecoder>>& members() const { return members_; }
-
  private:
   std::vector<std::shared_ptr<EncoderDecoder>> members_;
   std::shared_ptr<torch::nn::Module> module_;
