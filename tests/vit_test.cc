@@ -6,6 +6,7 @@
 #include "fixtures.h"
 #include "models/kernels/attention.h"
 #include "models/kernels/gelu.h"
+#include "models/kernels/one_query_attention.h"
 #include "models/registry.h"
 #include "models/vit.h"
 #include "test_util.h"
@@ -80,6 +81,45 @@ TEST(Attention, MatchesTheReferenceForwardAndBackwardOnEveryThreadCount) {
     }
   }
   at::set_num_threads(saved_threads);
+}
+
+// A decoding step's attention (one query, models/kernels/one_query_attention.h) against the
+// formula: queries from a transposed view, keys and values read in place from a cache with room
+// to grow, no mask, a padding mask with -inf, a fully masked row at the lowest finite value
+// (uniform weights), a shared 2-D mask; on 1 and 2 threads, and through
+// scaled_dot_product_attention. It takes only inputs it computes right.
+TEST(Attention, OneQueryKernelMatchesTheFormulaOnACacheWithRoomToGrow) {
+  torch::NoGradGuard no_grad;
+  const int saved_threads = at::get_num_threads();
+  torch::manual_seed(11);
+  const auto q = torch::randn({3, 1, 2, 8}).transpose(1, 2);  // (3, 2, 1, 8), not contiguous
+  const auto k = torch::randn({3, 2, 10, 8}).slice(2, 0, 6), v = torch::randn({3, 2, 10, 5}).slice(2, 0, 6);
+  auto padding = torch::zeros({3, 1, 1, 6});
+  padding.index_put_({1, 0, 0, torch::indexing::Slice(4)}, -std::numeric_limits<float>::infinity());
+  padding.index_put_({2}, std::numeric_limits<float>::lowest());
+  for (const auto& mask : {torch::Tensor(), padding, torch::randn({1, 6})}) {
+    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(8.0);
+    if (mask.defined()) scores = scores + mask;
+    const auto want = torch::matmul(torch::softmax(scores, -1), v);
+    ASSERT_TRUE(models::one_query_attention_applies(q, k, v, mask, false));
+    for (int threads : {1, 2}) {
+      at::set_num_threads(threads);
+      for (const auto& got : {models::one_query_attention(q, k, v, mask),
+                              models::scaled_dot_product_attention(q, k, v, mask, 0.0, false)}) {
+        ASSERT_EQ(got.sizes(), want.sizes());
+        EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5))
+            << threads << " threads, mask dims " << (mask.defined() ? mask.dim() : 0) << ": max |diff| "
+            << (got - want).abs().max().item<double>();
+      }
+    }
+  }
+  at::set_num_threads(saved_threads);
+  EXPECT_FALSE(models::one_query_attention_applies(q, k, v, {}, /*causal=*/true));  // sees only key 0
+  EXPECT_FALSE(models::one_query_attention_applies(q.expand({3, 2, 2, 8}), k, v, {}, false));
+  EXPECT_FALSE(models::one_query_attention_applies(q.to(torch::kDouble), k, v, {}, false));
+  torch::GradMode::set_enabled(true);
+  EXPECT_FALSE(models::one_query_attention_applies(q.clone().requires_grad_(), k, v, {}, false));
+  torch::GradMode::set_enabled(false);
 }
 
 TEST(Activation, GelusMatchLibTorchsInFp32AndBf16ForwardAndBackward) {

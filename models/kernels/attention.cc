@@ -9,6 +9,7 @@
 
 #include "core/threads.h"
 #include "models/kernels/dropout.h"
+#include "models/kernels/one_query_attention.h"
 
 namespace zoo::models {
 
@@ -195,9 +196,12 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
   // autocast, whose matrix products on the math path run in bf16: faster at GPT's 256
   // positions, the same at ViT's 17, see the README's Benchmarks) and a learned mask (e.g. a
   // position bias) take the math path.
-  if (p == 0 && q.device().is_cpu() && q.scalar_type() == torch::kFloat && !(mask.defined() && mask.requires_grad()))
+  if (p == 0 && q.device().is_cpu() && q.scalar_type() == torch::kFloat && !(mask.defined() && mask.requires_grad())) {
+    const auto additive = mask.defined() ? mask.to(torch::kFloat) : mask;
+    if (one_query_attention_applies(q, k, v, additive, causal)) return one_query_attention(q, k, v, additive);  // decoding
     return CpuAttention::apply(q, k, v, mask.defined() ? c10::make_optional(mask.to(torch::kFloat)) : c10::nullopt,
                                causal);
+  }
   return attention_math(q, k, v, mask, p, causal);
 #endif
 }
