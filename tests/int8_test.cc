@@ -108,6 +108,39 @@ TEST(Int8Linear, LoopsEqualTheEngineForEveryRowCount) {
   }
 }
 
+// The oneDNN matmul zoo builds once per weight (where zoo is built with oneDNN's headers and
+// LibTorch's engine is oneDNN) gives the engine's results for 1 to 200 rows, in 3-D inputs too,
+// and is what kAuto picks for products too large for the loops.
+TEST(Int8Linear, OneDnnMatmulEqualsTheEngineForEveryRowCount) {
+  torch::manual_seed(2);
+  const auto w = torch::randn({300, 256}) * 0.1, b = torch::randn({300});
+  const auto engines = models::int8_engines();
+  const bool onednn = std::find(engines.begin(), engines.end(), "onednn") != engines.end();
+  if (!onednn) GTEST_SKIP() << "this LibTorch has no oneDNN quantized engine";
+  const auto packed = models::pack_int8(w, b, "onednn");
+  ASSERT_EQ(models::has_onednn_matmul(packed), ZOO_WITH_ONEDNN == 1);
+  if (!models::has_onednn_matmul(packed)) {
+    EXPECT_THROW(models::linear_int8(torch::randn({2, 256}), packed, models::Int8Kernel::kOneDnn), Error);
+    return;
+  }
+  for (int64_t rows : {1, 3, 64, 200}) {
+    const auto x = torch::randn({rows, 256}) * 2;
+    const auto ours = models::linear_int8(x, packed, models::Int8Kernel::kOneDnn);
+    const auto ref = models::linear_int8(x, packed, models::Int8Kernel::kEngine);
+    // The same arithmetic as the loops; the engine's input rounding may differ from ours by one
+    // step on a value near a tie (oneDNN multiplies by 1 / scale in its own order): at most a
+    // step or two times the largest weight.
+    EXPECT_TRUE(torch::allclose(models::linear_int8(x, packed, models::Int8Kernel::kLoops), ours, 1e-5, 1e-5));
+    const double step = (x.max().item<double>() - std::min(0.0, x.min().item<double>())) / 255;
+    EXPECT_LE((ours - ref).abs().max().item<double>(), 2 * step * w.abs().max().item<double>()) << rows << " rows";
+    const auto fp32 = torch::nn::functional::linear(x, w, b);  // and as close to fp32 as the engine
+    EXPECT_LT(relative_error(ours, fp32), 1.1 * relative_error(ref, fp32)) << rows << " rows";
+  }
+  const auto x3 = torch::randn({4, 50, 256});  // 200 x 300 x 256 products: over the loops' limit
+  EXPECT_TRUE(torch::equal(models::linear_int8(x3, packed), models::linear_int8(x3, packed, models::Int8Kernel::kOneDnn)));
+  EXPECT_EQ(models::linear_int8(x3, packed).sizes(), (std::vector<int64_t>{4, 50, 300}));
+}
+
 TEST(Int8Linear, UnknownValuesDevicesAndEnginesAreErrors) {
   EXPECT_NO_THROW(models::check_quantize("", torch::Device(torch::kCUDA)));
   EXPECT_NO_THROW(models::check_quantize("int8", torch::kCPU));

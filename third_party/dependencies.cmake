@@ -176,6 +176,25 @@ if(ZOO_WITH_CUDA AND NOT ZOO_WITH_NCCL)
 endif()
 message(STATUS "zoo: c10d Gloo: ${ZOO_WITH_GLOO}, NCCL: ${ZOO_WITH_NCCL}${_c10d_why}")
 
+# --- oneDNN, for int8 products (optional) --------------------------------------
+# LibTorch 1.13's quantized::linear_dynamic on its oneDNN engine builds a new input reorder for
+# every call (the input's scale is a constant of it), so a decoding step's int8 products pay a
+# code generation each (docs/results.md). zoo calls the same oneDNN's matmul itself, built once
+# per weight, where LibTorch links oneDNN as a shared library (Debian's libtorch-dev; headers
+# from libdnnl-dev): the same library, never a second copy beside one built into LibTorch.
+set(ZOO_WITH_ONEDNN 0)
+find_path(ZOO_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+find_library(ZOO_DNNL_LIBRARY NAMES dnnl)
+find_library(_zoo_torch_cpu NAMES torch_cpu HINTS ${TORCH_INSTALL_PREFIX}/lib)
+find_program(_zoo_readelf readelf)
+if(ZOO_DNNL_INCLUDE_DIR AND ZOO_DNNL_LIBRARY AND _zoo_torch_cpu AND _zoo_readelf)
+  execute_process(COMMAND ${_zoo_readelf} -d ${_zoo_torch_cpu} OUTPUT_VARIABLE _zoo_torch_needs ERROR_QUIET)
+  if(_zoo_torch_needs MATCHES "NEEDED[^\n]*libdnnl\\.so")
+    set(ZOO_WITH_ONEDNN 1)
+  endif()
+endif()
+message(STATUS "zoo: oneDNN int8 products: ${ZOO_WITH_ONEDNN}")
+
 # One interface target for the core library. Dependency headers are SYSTEM so that
 # -Wall -Wextra report our code only.
 add_library(zoo_deps INTERFACE)
@@ -195,6 +214,9 @@ target_link_libraries(zoo_deps INTERFACE ${CMAKE_DL_LIBS})
 target_compile_definitions(zoo_deps INTERFACE ZOO_WITH_CUDA=${ZOO_WITH_CUDA})
 if(ZOO_GLOO_LIBRARY)
   target_link_libraries(zoo_deps INTERFACE ${ZOO_GLOO_LIBRARY})
+endif()
+if(ZOO_WITH_ONEDNN)
+  target_link_libraries(zoo_deps INTERFACE ${ZOO_DNNL_LIBRARY})
 endif()
 if(ZOO_WITH_NCCL)
   target_include_directories(zoo_deps SYSTEM INTERFACE ${ZOO_NCCL_INCLUDE_DIR})

@@ -21,6 +21,7 @@ done
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libtorch-dev              # LibTorch 1.13 (CPU)
+  libdnnl-dev               # oneDNN's headers: zoo's int8 products call LibTorch's oneDNN directly
   libopenblas0-pthread      # fast BLAS: without it LibTorch's matmuls are ~30x slower
   libtcmalloc-minimal4      # the zoo program's allocator: 2x the 512-token fine-tuning step (docs/results.md)
   libsentencepiece-dev nlohmann-json3-dev libcli11-dev libgtest-dev libgloo-dev

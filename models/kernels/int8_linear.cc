@@ -24,6 +24,13 @@
 #define ZOO_INT8_TYPED 0
 #endif
 
+#ifndef ZOO_WITH_ONEDNN
+#define ZOO_WITH_ONEDNN 0
+#endif
+#if ZOO_WITH_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
 namespace zoo::models {
 
 struct Int8Pack {
@@ -31,9 +38,16 @@ struct Int8Pack {
 #if ZOO_INT8_TYPED
   c10::intrusive_ptr<LinearPackedParamsBase> typed;  // the same, for the typed call
 #endif
-  // For small products (small_product_int8): the int8 weight (out, in) row-major, each row's
+  // For zoo's own products (int8_products): the int8 weight (out, in) row-major, each row's
   // scale and sum, and the fp32 bias (or none).
   torch::Tensor weight, scale, row_sum, bias;
+#if ZOO_WITH_ONEDNN
+  // oneDNN's u8 x s8 -> s32 matmul for any number of input rows, built once; the weight (in,
+  // out) row-major, as it reads it.
+  std::optional<dnnl::matmul::primitive_desc> matmul_pd;
+  std::optional<dnnl::matmul> matmul;
+  torch::Tensor weight_t;
+#endif
 };
 
 namespace {
@@ -159,12 +173,61 @@ ZOO_INT8_CLONES void dot_rows4(const int8_t* __restrict w, const uint8_t* __rest
   }
 }
 
-// What quantized::linear_dynamic computes, in zoo's loops: the whole input quantized to uint8
-// with one scale and zero point (input_qparams over its range), each row's int32 products with
-// the int8 weight, y = scale_x scale_w[o] (acc - zero_x sum_i w[o, i]) + b[o]. For products
-// small enough that LibTorch 1.13's oneDNN call, about 45 us whatever its size, would cost more
-// than the arithmetic (a decoding step's rows).
-torch::Tensor small_product_int8(const torch::Tensor& x, const Int8Pack& pack, bool reduce_range) {
+#if ZOO_WITH_ONEDNN
+dnnl::engine& onednn_cpu() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// The matmul of any number of uint8 rows (in) with the weight, to int32 (out), built once.
+void build_onednn_matmul(Int8Pack& pack) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const int64_t out_features = pack.weight.size(0), in = pack.weight.size(1);
+  pack.weight_t = pack.weight.t().contiguous();
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // each call its own: calls from several threads
+  const dnnl::memory::desc src({DNNL_RUNTIME_DIM_VAL, in}, dt::u8, tag::ab), weights({in, out_features}, dt::s8, tag::ab),
+      dst({DNNL_RUNTIME_DIM_VAL, out_features}, dt::s32, tag::ab);
+  pack.matmul_pd.emplace(dnnl::matmul::desc(src, weights, dst), attr, onednn_cpu());
+  pack.matmul.emplace(*pack.matmul_pd);
+}
+
+// acc (rows, out) = q (rows, in) W^T in int32 through the pack's oneDNN matmul.
+void onednn_products(const Int8Pack& pack, const uint8_t* q, int64_t rows, int32_t* acc) {
+  using dt = dnnl::memory::data_type;
+  using tag = dnnl::memory::format_tag;
+  const int64_t out_features = pack.weight.size(0), in = pack.weight.size(1);
+  auto& engine = onednn_cpu();
+  thread_local dnnl::stream stream(onednn_cpu());
+  thread_local std::vector<uint8_t> scratch;
+  scratch.resize(std::max<size_t>(1, pack.matmul_pd->scratchpad_desc().get_size()));
+  const dnnl::memory src({{rows, in}, dt::u8, tag::ab}, engine, const_cast<uint8_t*>(q));
+  const dnnl::memory weights({{in, out_features}, dt::s8, tag::ab}, engine, pack.weight_t.data_ptr<int8_t>());
+  const dnnl::memory dst({{rows, out_features}, dt::s32, tag::ab}, engine, acc);
+  const dnnl::memory pad(pack.matmul_pd->scratchpad_desc(), engine, scratch.data());
+  pack.matmul->execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
+                                {DNNL_ARG_SCRATCHPAD, pad}});
+  stream.wait();
+}
+#endif
+
+bool has_onednn_matmul(const Int8Pack& pack) {
+#if ZOO_WITH_ONEDNN
+  return pack.matmul.has_value();
+#else
+  (void)pack;
+  return false;
+#endif
+}
+
+// What quantized::linear_dynamic computes, with its integer products in zoo's loops (small
+// products: a decoding step's rows, where LibTorch 1.13's oneDNN call, about 45 us whatever
+// its size, would cost more than the arithmetic) or in a oneDNN matmul built once (`onednn`):
+// the whole input quantized to uint8 with one scale and zero point (input_qparams over its
+// range), each row's int32 products with the int8 weight, y = scale_x scale_w[o] (acc - zero_x
+// sum_i w[o, i]) + b[o].
+torch::Tensor int8_products(const torch::Tensor& x, const Int8Pack& pack, bool reduce_range, bool onednn) {
   const int64_t k = x.size(-1), out_features = pack.weight.size(0), rows = x.numel() / k;
   const auto flat = x.reshape({rows, k});
   const auto range = at::aminmax(flat);
@@ -183,11 +246,16 @@ torch::Tensor small_product_int8(const torch::Tensor& x, const Int8Pack& pack, b
   const float* b = pack.bias.defined() ? pack.bias.data_ptr<float>() : nullptr;
   int32_t* ad = acc.data_ptr<int32_t>();
   float* yd = y.data_ptr<float>();
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(k, 1));
+#if ZOO_WITH_ONEDNN
+  if (onednn) onednn_products(pack, qd, rows, ad);
+#endif
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(onednn ? rows : k, 1));
   at::parallel_for(0, out_features, grain, [&](int64_t first, int64_t last) {
     int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) dot_rows4(w, qd + r * k, k, ad + r * out_features, out_features, first, last, k);
-    for (; r < rows; ++r) dot_rows(w, qd + r * k, ad + r * out_features, first, last, k);
+    if (!onednn) {
+      for (; r + 4 <= rows; r += 4) dot_rows4(w, qd + r * k, k, ad + r * out_features, out_features, first, last, k);
+      for (; r < rows; ++r) dot_rows(w, qd + r * k, ad + r * out_features, first, last, k);
+    }
     for (r = 0; r < rows; ++r) {
       for (int64_t o = first; o < last; ++o)
         yd[r * out_features + o] =
@@ -199,7 +267,7 @@ torch::Tensor small_product_int8(const torch::Tensor& x, const Int8Pack& pack, b
   return y.view(sizes);
 }
 
-// Products at most this large (rows x out x in multiply-adds) run in small_product_int8.
+// Products at most this large (rows x out x in multiply-adds) run in zoo's loops (int8_products).
 int64_t small_product_limit() {
   static const int64_t limit = [] {
     const char* env = std::getenv("ZOO_INT8_SMALL_PRODUCT");
@@ -209,6 +277,8 @@ int64_t small_product_limit() {
 }
 
 }  // namespace
+
+bool has_onednn_matmul(const PackedInt8Linear& w) { return w.defined() && has_onednn_matmul(*w.pack); }
 
 torch::Tensor int8_weight(const PackedInt8Linear& w) {
   TORCH_CHECK(w.defined(), "int8_weight: no packed weight");
@@ -283,6 +353,9 @@ PackedInt8Linear pack_int8(const torch::Tensor& weight, const torch::Tensor& bia
   pack->scale = scale.contiguous();
   pack->row_sum = pack->weight.sum(1, /*keepdim=*/false, torch::kInt).contiguous();
   if (b) pack->bias = *b;
+#if ZOO_WITH_ONEDNN
+  if (name == "onednn" || name == "mkldnn") build_onednn_matmul(*pack);
+#endif
   PackedInt8Linear out;
   out.pack = std::move(pack);
   out.out_features = w.size(0);
@@ -305,9 +378,14 @@ torch::Tensor linear_int8(const torch::Tensor& x, const PackedInt8Linear& w, Int
     kernel = (rows == 1 || rows * w.out_features * w.in_features <= small_product_limit()) &&
                      w.in_features <= 16384  // int32 sums of uint8 x int8 products cannot overflow
                  ? Int8Kernel::kLoops
-                 : Int8Kernel::kEngine;
+             : has_onednn_matmul(*w.pack) ? Int8Kernel::kOneDnn
+                                          : Int8Kernel::kEngine;
   }
-  if (kernel == Int8Kernel::kLoops && in.numel() > 0) return small_product_int8(in, *w.pack, w.reduce_range);
+  if (kernel == Int8Kernel::kOneDnn && !has_onednn_matmul(*w.pack))
+    throw Error(cat("linear_int8: no oneDNN matmul for this weight (engine ", w.engine, ", ", build_name(),
+                    (ZOO_WITH_ONEDNN ? "" : ", zoo built without oneDNN's headers: libdnnl-dev"), ")"));
+  if ((kernel == Int8Kernel::kLoops || kernel == Int8Kernel::kOneDnn) && in.numel() > 0)
+    return int8_products(in, *w.pack, w.reduce_range, kernel == Int8Kernel::kOneDnn);
 #if ZOO_INT8_TYPED
   if (const auto& typed = typed_dynamic_op()) return typed->call(in, w.pack->typed, w.reduce_range);
 #endif

@@ -37,17 +37,24 @@ PackedInt8Linear pack_int8(const torch::Tensor& weight, const torch::Tensor& bia
 
 /// Where linear_int8 computes: kAuto picks kLoops for a single row and for products of at most
 /// $ZOO_INT8_SMALL_PRODUCT multiply-adds (rows x out x in; default 2^22: a decoding step's
-/// rows), else kEngine.
+/// rows), else kOneDnn where the weight has it, else kEngine.
 enum class Int8Kernel {
   kAuto,
   kEngine,  ///< quantized::linear_dynamic (LibTorch 1.13's oneDNN: ~45 us a call whatever its size)
   kLoops,   ///< the same arithmetic in zoo's vectorised loops (a few us for a 768 x 768 row)
+  /// The same arithmetic with the integer products in LibTorch's own oneDNN, called by zoo
+  /// through a matmul built once per weight (for the onednn engine, where zoo was built with
+  /// oneDNN's headers: ZOO_WITH_ONEDNN); linear_dynamic builds a new input reorder every call.
+  kOneDnn,
 };
 
 /// x W^T + b with W int8: x (..., in) on the CPU, any float dtype (computed in fp32) -> (..., out) fp32.
 /// The input is quantized to uint8 with one scale over all its rows, as quantized::linear_dynamic
 /// does. No gradient flows through it (inference only).
 torch::Tensor linear_int8(const torch::Tensor& x, const PackedInt8Linear& w, Int8Kernel kernel = Int8Kernel::kAuto);
+
+/// Whether linear_int8 can compute `w` with Int8Kernel::kOneDnn.
+bool has_onednn_matmul(const PackedInt8Linear& w);
 
 /// The packed weight as a quantized tensor (qint8, per-row scales): what the engine multiplies with.
 torch::Tensor int8_weight(const PackedInt8Linear& w);
