@@ -110,7 +110,7 @@ TEST(Int8Linear, LoopsEqualTheEngineForEveryRowCount) {
 
 // The oneDNN matmul zoo builds once per weight (where zoo is built with oneDNN's headers and
 // LibTorch's engine is oneDNN) gives the engine's results for 1 to 200 rows, in 3-D inputs too,
-// and is what kAuto picks for products too large for the loops.
+// and is what kAuto picks for products too large for the loops, up to 256 rows.
 TEST(Int8Linear, OneDnnMatmulEqualsTheEngineForEveryRowCount) {
   torch::manual_seed(2);
   const auto w = torch::randn({300, 256}) * 0.1, b = torch::randn({300});
@@ -136,7 +136,7 @@ TEST(Int8Linear, OneDnnMatmulEqualsTheEngineForEveryRowCount) {
     const auto fp32 = torch::nn::functional::linear(x, w, b);  // and as close to fp32 as the engine
     EXPECT_LT(relative_error(ours, fp32), 1.1 * relative_error(ref, fp32)) << rows << " rows";
   }
-  const auto x3 = torch::randn({4, 50, 256});  // 200 x 300 x 256 products: over the loops' limit
+  const auto x3 = torch::randn({4, 50, 256});  // 200 x 300 x 256 products: over the loops' limit, 256 rows at most
   EXPECT_TRUE(torch::equal(models::linear_int8(x3, packed), models::linear_int8(x3, packed, models::Int8Kernel::kOneDnn)));
   EXPECT_EQ(models::linear_int8(x3, packed).sizes(), (std::vector<int64_t>{4, 50, 300}));
 }

@@ -276,6 +276,11 @@ int64_t small_product_limit() {
   return limit;
 }
 
+// kAuto's limit for kOneDnn: on more rows the engine's code generation per call is small beside
+// the product, and its fused output pass wins (the encoder's 640 rows: 57.7 against 60.0 ms;
+// bert-small-imdb's 8,192: 251.8 against 263.6 ms; docs/results.md).
+constexpr int64_t kOneDnnMaxRows = 256;
+
 }  // namespace
 
 bool has_onednn_matmul(const PackedInt8Linear& w) { return w.defined() && has_onednn_matmul(*w.pack); }
@@ -378,8 +383,8 @@ torch::Tensor linear_int8(const torch::Tensor& x, const PackedInt8Linear& w, Int
     kernel = (rows == 1 || rows * w.out_features * w.in_features <= small_product_limit()) &&
                      w.in_features <= 16384  // int32 sums of uint8 x int8 products cannot overflow
                  ? Int8Kernel::kLoops
-             : has_onednn_matmul(*w.pack) ? Int8Kernel::kOneDnn
-                                          : Int8Kernel::kEngine;
+             : has_onednn_matmul(*w.pack) && rows <= kOneDnnMaxRows ? Int8Kernel::kOneDnn
+                                                                    : Int8Kernel::kEngine;
   }
   if (kernel == Int8Kernel::kOneDnn && !has_onednn_matmul(*w.pack))
     throw Error(cat("linear_int8: no oneDNN matmul for this weight (engine ", w.engine, ", ", build_name(),

@@ -37,7 +37,8 @@ PackedInt8Linear pack_int8(const torch::Tensor& weight, const torch::Tensor& bia
 
 /// Where linear_int8 computes: kAuto picks kLoops for a single row and for products of at most
 /// $ZOO_INT8_SMALL_PRODUCT multiply-adds (rows x out x in; default 2^22: a decoding step's
-/// rows), else kOneDnn where the weight has it, else kEngine.
+/// rows), else kOneDnn where the weight has it and the input has at most 256 rows (a decoding
+/// step's), else kEngine.
 enum class Int8Kernel {
   kAuto,
   kEngine,  ///< quantized::linear_dynamic (LibTorch 1.13's oneDNN: ~45 us a call whatever its size)
