@@ -359,7 +359,14 @@ PackedInt8Linear pack_int8(const torch::Tensor& weight, const torch::Tensor& bia
   pack->row_sum = pack->weight.sum(1, /*keepdim=*/false, torch::kInt).contiguous();
   if (b) pack->bias = *b;
 #if ZOO_WITH_ONEDNN
-  if (name == "onednn" || name == "mkldnn") build_onednn_matmul(*pack);
+  if (name == "onednn" || name == "mkldnn") {
+    try {
+      build_onednn_matmul(*pack);
+    } catch (const dnnl::error&) {  // this CPU or build has no such matmul: the engine's op then
+      pack->matmul.reset();
+      pack->matmul_pd.reset();
+    }
+  }
 #endif
   PackedInt8Linear out;
   out.pack = std::move(pack);
