@@ -199,7 +199,7 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
   if (p == 0 && q.device().is_cpu() && q.scalar_type() == torch::kFloat && !(mask.defined() && mask.requires_grad())) {
     const auto additive = mask.defined() ? mask.to(torch::kFloat) : mask;
     if (one_query_attention_applies(q, k, v, additive, causal)) return one_query_attention(q, k, v, additive);  // decoding
-    return CpuAttention::apply(q, k, v, mask.defined() ? c10::make_optional(mask.to(torch::kFloat)) : c10::nullopt,
+    return CpuAttention::apply(q, k, v, additive.defined() ? c10::make_optional(additive) : c10::nullopt,
                                causal);
   }
   return attention_math(q, k, v, mask, p, causal);
