@@ -19,6 +19,7 @@
 #include "models/kernels/few_rows_linear.h"
 #include "models/kernels/kv_append.h"
 #include "models/kernels/linear.h"
+#include "models/kernels/onednn_linear.h"
 #include "models/module_path.h"
 #include "models/vit.h"
 #include "test_util.h"
@@ -479,6 +480,66 @@ TEST(FewRowsLinear, LinearTakesItOnlyForAFewRowsOutsideAutograd) {
   torch::NoGradGuard no_grad;
   EXPECT_TRUE(few_rows_linear_applies(x, tracked, b));
   EXPECT_TRUE(torch::allclose(linear(x, tracked, b), linear_in_double(x, w, b), 1e-5, 1e-5));
+}
+
+#ifndef ZOO_WITH_ONEDNN
+#define ZOO_WITH_ONEDNN 0
+#endif
+
+// oneDNN's fp32 matmul for more rows than few_rows_linear takes: the product of any row count
+// and layer shape, and under autograd the gradients of x, W and b (its own backward).
+TEST(OneDnnLinear, EqualsTheProductAndItsGradientsForEveryShape) {
+  ASSERT_EQ(has_onednn_linear(), ZOO_WITH_ONEDNN == 1) << "the build found oneDNN, the kernel did not (or the reverse)";
+  if (!has_onednn_linear()) GTEST_SKIP() << "zoo built without oneDNN (linear() uses LibTorch's products)";
+  torch::manual_seed(5);
+  for (int64_t m : std::initializer_list<int64_t>{kFewRowsMax + 1, 100, 257})
+    for (int64_t k : {1, 17, 256})
+      for (int64_t n : {1, 5, 300}) {
+        const auto x = torch::randn({m, k}).requires_grad_(), w = torch::randn({n, k}).requires_grad_(),
+                   b = torch::randn({n}).requires_grad_();
+        ASSERT_TRUE(onednn_linear_applies(x, w, b)) << m << " x " << k << " x " << n;
+        const auto y = onednn_linear(x, w, b);
+        ASSERT_EQ(y.sizes(), (std::vector<int64_t>{m, n}));
+        ASSERT_TRUE(y.requires_grad());
+        EXPECT_TRUE(torch::allclose(y, linear_in_double(x.detach(), w.detach(), b.detach()), 1e-4, 1e-4))
+            << m << " x " << k << " x " << n;
+        const auto dy = torch::randn({m, n});
+        const auto grads = torch::autograd::grad({y}, {x, w, b}, {dy});
+        const auto xd = x.detach().to(torch::kDouble), wd = w.detach().to(torch::kDouble), dyd = dy.to(torch::kDouble);
+        EXPECT_TRUE(torch::allclose(grads[0], dyd.matmul(wd).to(torch::kFloat), 1e-4, 1e-4)) << "dx " << m << " x " << k;
+        EXPECT_TRUE(torch::allclose(grads[1], dyd.t().matmul(xd).to(torch::kFloat), 1e-4, 1e-4)) << "dW " << m << " x " << n;
+        EXPECT_TRUE(torch::allclose(grads[2], dy.sum(0), 1e-4, 1e-4)) << "db " << n;
+        torch::NoGradGuard no_grad;
+        EXPECT_TRUE(torch::allclose(onednn_linear(x, w, {}), linear_in_double(x, w, {}), 1e-4, 1e-4));
+      }
+  // Leading dimensions, a non-contiguous x, a weight needing no gradient (a frozen layer).
+  const auto x = torch::randn({3, 40, 9}).narrow(2, 2, 6).requires_grad_();
+  const auto w = torch::randn({7, 6}), b = torch::randn({7});
+  const auto y = onednn_linear(x, w, b);
+  ASSERT_EQ(y.sizes(), (std::vector<int64_t>{3, 40, 7}));
+  EXPECT_TRUE(torch::allclose(y, linear_in_double(x.detach(), w, b), 1e-4, 1e-4));
+  y.sum().backward();
+  EXPECT_TRUE(torch::allclose(x.grad(), w.sum(0).expand({3, 40, 6}), 1e-4, 1e-4));
+}
+
+TEST(OneDnnLinear, LinearTakesItForMoreRowsThanFewRowsLinearInFp32) {
+  if (!has_onednn_linear()) GTEST_SKIP() << "zoo built without oneDNN";
+  const auto w = torch::randn({6, 8}), b = torch::randn({6});
+  EXPECT_FALSE(onednn_linear_applies(torch::randn({kFewRowsMax, 8}), w, b));  // few_rows_linear's
+  EXPECT_FALSE(onednn_linear_applies(torch::randn({40, 8}).to(torch::kDouble), w.to(torch::kDouble), {}));
+  EXPECT_FALSE(onednn_linear_applies(torch::randn({40, 8}), torch::randn({8, 6}).t(), b));  // W not contiguous
+  EXPECT_FALSE(onednn_linear_applies(torch::randn({40, 7}), w, b));  // widths differ
+  const auto x = torch::randn({40, 8});
+  ASSERT_TRUE(onednn_linear_applies(x, w, b));
+  EXPECT_TRUE(torch::equal(linear(x, w, b), onednn_linear(x, w, b)));
+  {
+    const auto saved = AutocastState::current();
+    AutocastState on;
+    on.cpu = true;
+    on.apply();
+    EXPECT_FALSE(onednn_linear_applies(x, w, b));  // autocast's bf16 products stay LibTorch's
+    saved.apply();
+  }
 }
 
 // Under bf16 autocast a single row (one sequence left decoding, e.g. the last live row of a

@@ -28,7 +28,7 @@
 #define ZOO_WITH_ONEDNN 0
 #endif
 #if ZOO_WITH_ONEDNN
-#include <oneapi/dnnl/dnnl.hpp>
+#include "models/kernels/onednn.h"
 #endif
 
 namespace zoo::models {
@@ -174,11 +174,6 @@ ZOO_INT8_CLONES void dot_rows4(const int8_t* __restrict w, const uint8_t* __rest
 }
 
 #if ZOO_WITH_ONEDNN
-dnnl::engine& onednn_cpu() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 // The matmul of any number of uint8 rows (in) with the weight, to int32 (out), built once.
 void build_onednn_matmul(Int8Pack& pack) {
   using dt = dnnl::memory::data_type;
@@ -189,7 +184,7 @@ void build_onednn_matmul(Int8Pack& pack) {
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // each call its own: calls from several threads
   const dnnl::memory::desc src({DNNL_RUNTIME_DIM_VAL, in}, dt::u8, tag::ab), weights({in, out_features}, dt::s8, tag::ab),
       dst({DNNL_RUNTIME_DIM_VAL, out_features}, dt::s32, tag::ab);
-  pack.matmul_pd.emplace(dnnl::matmul::desc(src, weights, dst), attr, onednn_cpu());
+  pack.matmul_pd.emplace(dnnl::matmul::desc(src, weights, dst), attr, onednn::cpu());
   pack.matmul.emplace(*pack.matmul_pd);
 }
 
@@ -198,17 +193,13 @@ void onednn_products(const Int8Pack& pack, const uint8_t* q, int64_t rows, int32
   using dt = dnnl::memory::data_type;
   using tag = dnnl::memory::format_tag;
   const int64_t out_features = pack.weight.size(0), in = pack.weight.size(1);
-  auto& engine = onednn_cpu();
-  thread_local dnnl::stream stream(onednn_cpu());
-  thread_local std::vector<uint8_t> scratch;
-  scratch.resize(std::max<size_t>(1, pack.matmul_pd->scratchpad_desc().get_size()));
+  auto& engine = onednn::cpu();
   const dnnl::memory src({{rows, in}, dt::u8, tag::ab}, engine, const_cast<uint8_t*>(q));
   const dnnl::memory weights({{in, out_features}, dt::s8, tag::ab}, engine, pack.weight_t.data_ptr<int8_t>());
   const dnnl::memory dst({{rows, out_features}, dt::s32, tag::ab}, engine, acc);
-  const dnnl::memory pad(pack.matmul_pd->scratchpad_desc(), engine, scratch.data());
-  pack.matmul->execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
-                                {DNNL_ARG_SCRATCHPAD, pad}});
-  stream.wait();
+  pack.matmul->execute(onednn::stream(), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
+                                          {DNNL_ARG_SCRATCHPAD, onednn::scratchpad(*pack.matmul_pd)}});
+  onednn::stream().wait();
 }
 #endif
 

@@ -4,6 +4,7 @@
 
 #include "models/autocast_state.h"
 #include "models/kernels/few_rows_linear.h"
+#include "models/kernels/onednn_linear.h"
 #include "models/lora.h"
 #include "models/quantize.h"
 
@@ -16,7 +17,8 @@ namespace zoo::models {
 /// (cached decoding of one sequence) as a matrix-vector product, which reads W once where
 /// OpenBLAS's matrix product first copies it into packed panels (not under autocast, whose
 /// casts only the matrix product takes, nor for mixed dtypes); a few rows (a batch's decoding
-/// step) outside autograd through few_rows_linear, which reads W in place too. Elsewhere ATen's
+/// step) outside autograd through few_rows_linear, which reads W in place too; more rows in fp32
+/// through oneDNN's matmul where the build has it (onednn_linear, its backward too). Elsewhere ATen's
 /// `linear`, as PyTorch's Python Linear: on CUDA the bias is added in the GEMM's epilogue
 /// instead of a pass of its own over the output; there, an output width that is not a multiple
 /// of 8 (GPT-2's 50,257-word vocabulary) goes through linear_padded (tensor-core products need
@@ -54,6 +56,7 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
       return y.view(sizes);
     }
     if (few_rows_linear_applies(x, weight, bias)) return few_rows_linear(x, weight, bias);
+    if (onednn_linear_applies(x, weight, bias)) return onednn_linear(x, weight, bias);
     if (!bias.defined()) return x.matmul(weight.t());
     if (x.dim() == 2) return torch::addmm(bias, x, weight.t());
     auto y = x.matmul(weight.t());
@@ -80,6 +83,7 @@ inline torch::Tensor linear(const torch::Tensor& x, const torch::nn::Linear& lay
 /// or the layer's int8 product when the model was quantized (models/quantize.h).
 inline torch::Tensor apply_linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
   if (const auto* q = int8_weights(*layer)) return linear_int8(x, *q);
+  if (onednn_linear_applies(x, layer->weight, layer->bias)) return onednn_linear(x, layer->weight, layer->bias);
   return torch::nn::functional::linear(x, layer->weight, layer->bias);  // LinearImpl::forward
 }
 
