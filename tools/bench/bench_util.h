@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "models/kernels/linear.h"
 #include "train/device.h"
 #include "train/precision.h"
 
@@ -46,19 +47,23 @@ inline void sync(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
 
-/// GEMM throughput (FLOP/s) of an n x n x n product in `dtype` on `device`, best of a few: the
-/// peak a step's matrix products are measured against.
+/// GEMM throughput (FLOP/s) of an n x n x n product in `dtype` on `device`, best of a few, of
+/// LibTorch's product and zoo's linear layers' (oneDNN's matmul on the CPU, where it is
+/// faster): the peak a step's matrix products are measured against.
 inline double matmul_peak(int64_t n, const torch::Device& device, torch::ScalarType dtype) {
   const auto opts = torch::TensorOptions().device(device).dtype(dtype);
   auto a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
-  torch::mm(a, b);
-  sync(device);
   double best = 0;
-  for (int i = 0; i < 5; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto c = torch::mm(a, b);
+  for (const bool zoo : {false, true}) {
+    auto product = [&] { return zoo ? zoo::models::linear(a, b) : torch::mm(a, b); };
+    product();
     sync(device);
-    best = std::max(best, 2.0 * n * n * n / seconds_since(t0));
+    for (int i = 0; i < 5; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto c = product();
+      sync(device);
+      best = std::max(best, 2.0 * n * n * n / seconds_since(t0));
+    }
   }
   return best;
 }

@@ -1,7 +1,9 @@
 // The linear layers' product for a few rows: zoo's few_rows_linear (models/kernels/
 // few_rows_linear.h) against LibTorch's addmm (OpenBLAS's packed sgemm) on the same inputs, at
 // the shapes of the models' decoding steps, interleaved rounds, medians; then the int8 product
-// (models/kernels/int8_linear.h) in zoo's loops against LibTorch's quantized engine.
+// (models/kernels/int8_linear.h) in zoo's loops against LibTorch's quantized engine; then
+// products of many rows through oneDNN's matmul (models/kernels/onednn_linear.h) against
+// addmm, forward and, under autograd, forward plus backward (dx and dW).
 //
 //   build/zoo_bench_linear [--threads N] [--rounds R]
 #include <cstdio>
@@ -10,6 +12,7 @@
 
 #include "models/kernels/few_rows_linear.h"
 #include "models/kernels/int8_linear.h"
+#include "models/kernels/onednn_linear.h"
 #include "tools/bench/bench_util.h"
 
 namespace {
@@ -26,6 +29,44 @@ double time_us(F f, int64_t macs) {
   const auto t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < calls; ++i) f();
   return 1e6 * zoo::bench::seconds_since(t0) / static_cast<double>(calls);
+}
+
+// fp32 products of many rows: onednn_linear against LibTorch's addmm, without and with autograd
+// (forward, then dx and dW from a gradient of ones).
+void many_rows(int rounds) {
+  const Shape shapes[] = {
+      {"gpt-nano-char qkv, prefill 8 x 64", 512, 128, 384}, {"transformer-small ffn, 896 rows", 896, 256, 1024},
+      {"transformer-small head, 896 rows", 896, 256, 8000}, {"bert-small-imdb ffn, 32 x 256", 8192, 256, 1024},
+      {"gpt2 qkv, prefill 8 x 256", 2048, 768, 2304},       {"gpt2 mlp out, prefill 8 x 256", 2048, 3072, 768},
+  };
+  std::printf("\n| shape (fp32, many rows) | M x K x N | addmm us | onednn us | ratio | with backward: addmm us | onednn us | ratio | max abs diff |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const auto& s : shapes) {
+    const auto x = torch::randn({s.m, s.k}), w = torch::randn({s.n, s.k}), b = torch::randn({s.n});
+    if (!zoo::models::onednn_linear_applies(x, w, b)) {
+      std::printf("| %s | not taken by onednn_linear in this build |\n", s.what);
+      continue;
+    }
+    const double diff = (zoo::models::onednn_linear(x, w, b) - torch::addmm(b, x, w.t())).abs().max().item<double>();
+    const auto xg = x.clone().requires_grad_(), wg = w.clone().requires_grad_();
+    auto trained = [&](bool onednn) {
+      torch::AutoGradMode grad(true);
+      auto y = onednn ? zoo::models::onednn_linear(xg, wg, b) : torch::addmm(b, xg, wg.t());
+      y.backward(torch::ones_like(y));
+    };
+    std::vector<double> blas, dnn, blas_bw, dnn_bw;
+    const int64_t macs = s.m * s.k * s.n;
+    for (int r = 0; r < rounds; ++r) {
+      blas.push_back(time_us([&] { torch::addmm(b, x, w.t()); }, macs));
+      dnn.push_back(time_us([&] { zoo::models::onednn_linear(x, w, b); }, macs));
+      blas_bw.push_back(time_us([&] { trained(false); }, 3 * macs));
+      dnn_bw.push_back(time_us([&] { trained(true); }, 3 * macs));
+    }
+    const double a = zoo::bench::median(blas), d = zoo::bench::median(dnn);
+    const double ab = zoo::bench::median(blas_bw), db = zoo::bench::median(dnn_bw);
+    std::printf("| %s | %ld x %ld x %ld | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f | %.1e |\n", s.what, static_cast<long>(s.m),
+                static_cast<long>(s.k), static_cast<long>(s.n), a, d, d / a, ab, db, db / ab, diff);
+  }
 }
 
 }  // namespace
@@ -83,4 +124,5 @@ int main(int argc, char** argv) {
     std::printf("| %s | %ld x %ld x %ld | %.1f | %.1f | %.2f |\n", s.what, static_cast<long>(s.m),
                 static_cast<long>(s.k), static_cast<long>(s.n), e, l, l / e);
   }
+  many_rows(rounds);
 }
