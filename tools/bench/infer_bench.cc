@@ -5,6 +5,8 @@
 //
 //   zoo_bench_infer --row ROW --model DIR --inputs FILE [--int8] [--threads N] [--warmup W]
 //                   [--repeat R] [--out FILE] [--profile TRACE.json]
+//   zoo_bench_infer --row peak [--threads N]   the fp32 matrix-product peak zoo reaches
+//                   ({"fp32_gflops": G}: bench_util.h's matmul_peak, LibTorch's or zoo's linear)
 //
 // The model is loaded as `zoo generate|classify|translate` load theirs (io/inference_model.h's
 // load_inference_model: memory check, strict weights, --quantize int8 through
@@ -91,9 +93,9 @@ int main(int argc, char** argv) {
   int64_t threads = 2, warmup = 1, repeat = 3;
   CLI::App app{"zoo inference rows (tools/bench/infer_bench.sh)"};
   app.add_option("--row", row)->required()->check(
-      CLI::IsMember({"gpt-prefill", "gpt-gen", "bert", "mt-encoder", "mt-translate", "mt-sources"}));
-  app.add_option("--model", dir, "checkpoint directory")->required();
-  app.add_option("--inputs", inputs_path, "safetensors of infer_bench.py inputs")->required();
+      CLI::IsMember({"gpt-prefill", "gpt-gen", "bert", "mt-encoder", "mt-translate", "mt-sources", "peak"}));
+  app.add_option("--model", dir, "checkpoint directory (every row but peak)");
+  app.add_option("--inputs", inputs_path, "safetensors of infer_bench.py inputs (every row but peak)");
   app.add_flag("--int8", int8, "--quantize int8");
   app.add_option("--threads", threads);
   app.add_option("--warmup", warmup);
@@ -102,6 +104,11 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile_path, "Chrome trace of the timed runs");
   CLI11_PARSE(app, argc, argv);
   zoo::configure_cpu_threads(static_cast<int>(threads));
+  if (row == "peak") {
+    std::printf("{\"fp32_gflops\":%.1f}\n", zoo::bench::matmul_peak(1024, torch::kCPU, torch::kFloat) / 1e9);
+    return 0;
+  }
+  if (dir.empty() || inputs_path.empty()) return std::fprintf(stderr, "zoo_bench_infer: --row %s needs --model and --inputs\n", row.c_str()), 2;
   try {
     const auto source = zoo::open_inference_source(dir);
     const zoo::json& section = source.config.at("model");

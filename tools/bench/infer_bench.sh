@@ -178,10 +178,11 @@ for round in $(seq "$ROUNDS"); do
             record "$id.$t.$tag.s$s" "$p"; line+=", $tag[$(sname "$s" "$t")] $(num "$p")"
             if [ -z "$bs" ] || awk -v a="$p" -v b="$bs" 'BEGIN {exit !(a < b)}'; then best=$s bs=$p; fi
           done
-          BEST["$id $t $tag"]=$best
-          cp "$OUT/o/$tag.$t.s$best.st" "$OUT/o/$id.$tag.$t.st"
+          BEST["$id $t $tag"]=$best  # empty when every setting was stopped: no PyTorch figure
+          [ -n "$best" ] && cp "$OUT/o/$tag.$t.s$best.st" "$OUT/o/$id.$tag.$t.st"
         else
           s=${BEST["$id $t $tag"]}
+          [ -n "$s" ] || continue
           p=$(env "${PY_ENV[s]}" "$PY" $S run "$row" "${DIR[$key]}" "$OUT/in/$in.st" --threads "$t" $q "${common[@]}" \
                 ${PY_FLAG[s]} | ms_of)
           record "$id.$t.$tag.s$s" "$p"; line+=", $tag[$(sname "$s" "$t")] $(num "$p")"
@@ -200,7 +201,7 @@ done
 
 # ---- checks, table -----------------------------------------------------------------------------
 med() { [ -f "$OUT/t/$1" ] && median $(cat "$OUT/t/$1") || echo ""; }
-cmp() { "$PY" $S compare "$1" "$2" "$3"; }
+cmp() { if [ -f "$2" ] && [ -f "$3" ]; then "$PY" $S compare "$1" "$2" "$3"; else echo "-"; fi; }
 ok_all=1
 {
   echo "| row | threads | zoo fp32 ms | zoo int8 ms | PyTorch fp32 ms | PyTorch int8 ms | ORT fp32 ms | zoo/PyTorch (<= 0.5) | zoo/ORT (<= 1.0) | int8 speed-up (>= 1.8) |"
@@ -217,7 +218,8 @@ for t in $THREAD_LIST; do
     ratio() { [ -n "$2" ] && awk -v a="$1" -v b="$2" -v lim="$3" 'BEGIN {printf "%.2f %s", a / b, (a / b <= lim ? "met" : "**missed**")}' || echo "-"; }
     up=$(awk -v a="$z" -v b="$z8" -v want="$int8_target" 'BEGIN {s = a / b; printf "%.2fx%s", s, want ? (s >= 1.8 ? " met" : " **missed**") : ""}')
     rp=$(ratio "$z" "$p" 0.5) ro=$(ratio "$z" "$o" 1.0)
-    echo "| $id | $t | $(num "$z") | $(num "$z8") | $(num "$p") ($(sname "${BEST["$id $t py"]}" "$t")) | $(num "$p8") | $([ -n "$o" ] && num "$o" || echo -) | $rp | $ro | $up |" >>"$OUT/table.md"
+    pn="- (every setting stopped)"; [ -n "$p" ] && pn="$(num "$p") ($(sname "${BEST["$id $t py"]}" "$t"))"
+    echo "| $id | $t | $(num "$z") | $(num "$z8") | $pn | $([ -n "$p8" ] && num "$p8" || echo -) | $([ -n "$o" ] && num "$o" || echo -) | $rp | $ro | $up |" >>"$OUT/table.md"
     c_py=$(cmp "$check" "$OUT/o/$id.zoo.$t.st" "$OUT/o/$id.py.$t.st")
     c_ort="-"; [ "$ORT" = 1 ] && [ "$ort" = 1 ] && c_ort=$(cmp logits "$OUT/o/$id.zoo.$t.st" "$OUT/o/$id.ort.$t.st")
     c_z8=$(cmp "$check" "$OUT/o/$id.zoo.$t.st" "$OUT/o/$id.zoo8.$t.st")
@@ -267,11 +269,15 @@ echo "| row | threads | matrix-product GFLOP | peak GFLOP/s | PyTorch GFLOP/s (o
 echo "|---|---:|---:|---:|---:|---:|---:|"
 declare -A FLOPS PEAK
 for t in $THREAD_LIST; do
-  PEAK[$t]=$(OPENBLAS_NUM_THREADS=$t "$PY" $S peak --threads "$t" | field fp32_gflops)  # t cores, no more
+  # t cores, no more; the larger of LibTorch's (Python's) products and zoo's linear layers'
+  PEAK[$t]=$(OPENBLAS_NUM_THREADS=$t "$PY" $S peak --threads "$t" | field fp32_gflops)
+  zp=$("$BUILD/$BIN" --row peak --threads "$t" | field fp32_gflops)
+  PEAK[$t]=$(awk -v a="${PEAK[$t]}" -v b="$zp" 'BEGIN {print (a > b ? a : b)}')
   for r in "${ROWS[@]}"; do
     read -r id key row in _ <<<"$r"
     [ -n "${FLOPS[$id]:-}" ] || FLOPS[$id]=$("$PY" $S flops "$row" "${DIR[$key]}" "$OUT/in/$in.st" | field matrix_product_flops)
     gflop=$(awk -v f="${FLOPS[$id]}" 'BEGIN {print f / 1e9}')
+    [ -n "$(med "$id.$t.py.s${BEST["$id $t py"]}")" ] || { echo "| $id | $t | $gflop | - | (no PyTorch figure) | | |"; continue; }
     read -r gz sz gp sp low <<<"$(roofline_numbers "$gflop" "${PEAK[$t]}" "$(med "$id.$t.zoo")" \
       "$(med "$id.$t.py.s${BEST["$id $t py"]}")")"
     printf "| %s | %d | %.1f | %.0f | %.1f (%.0f%%) | %.1f (%.0f%%) | %.2f%s |\n" "$id" "$t" "$gflop" "${PEAK[$t]}" \
