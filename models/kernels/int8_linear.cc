@@ -24,12 +24,7 @@
 #define ZOO_INT8_TYPED 0
 #endif
 
-#ifndef ZOO_WITH_ONEDNN
-#define ZOO_WITH_ONEDNN 0
-#endif
-#if ZOO_WITH_ONEDNN
-#include "models/kernels/onednn.h"
-#endif
+#include "models/kernels/onednn.h"  // ZOO_WITH_ONEDNN, and oneDNN where it is 1
 
 namespace zoo::models {
 

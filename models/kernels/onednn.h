@@ -1,7 +1,13 @@
 #pragma once
 // oneDNN's CPU engine and a stream per thread, for the kernels that call oneDNN themselves
 // (int8_linear.cc, onednn_linear.cc; compiled with ZOO_WITH_ONEDNN=1 only where LibTorch links
-// the same shared oneDNN: third_party/dependencies.cmake).
+// the same shared oneDNN: third_party/dependencies.cmake). Elsewhere ZOO_WITH_ONEDNN is 0 and
+// this header declares nothing.
+#ifndef ZOO_WITH_ONEDNN
+#define ZOO_WITH_ONEDNN 0
+#endif
+#if ZOO_WITH_ONEDNN
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -28,3 +34,4 @@ inline dnnl::memory scratchpad(const dnnl::primitive_desc_base& pd) {
 }
 
 }  // namespace zoo::models::onednn
+#endif  // ZOO_WITH_ONEDNN

@@ -9,12 +9,7 @@
 #include "models/autocast_state.h"
 #include "models/kernels/few_rows_linear.h"
 
-#ifndef ZOO_WITH_ONEDNN
-#define ZOO_WITH_ONEDNN 0
-#endif
-#if ZOO_WITH_ONEDNN
-#include "models/kernels/onednn.h"
-#endif
+#include "models/kernels/onednn.h"  // ZOO_WITH_ONEDNN, and oneDNN where it is 1
 
 namespace zoo::models {
 
