@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/threads.h"
 #include "models/kernels/few_rows_linear.h"
 #include "models/kernels/int8_linear.h"
 #include "models/kernels/onednn_linear.h"
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
     else if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
     else return std::fprintf(stderr, "linear_bench: unknown option %s\n", argv[i]), 2;
   }
-  at::set_num_threads(threads);
+  zoo::configure_cpu_threads(threads);  // as the zoo binary does: OpenBLAS on as many threads
   torch::NoGradGuard no_grad;
   const Shape shapes[] = {
       {"gpt-nano-char qkv, 8 rows", 8, 128, 384},      {"gpt-nano-char mlp, 16 rows", 16, 128, 512},
