@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 
 #include "models/autocast_state.h"
+#include "models/kernels/fp32_product.h"
 #include "models/kernels/vectorize.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
@@ -113,17 +114,10 @@ bool has_vector_units() {
 
 bool few_rows_linear_applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
 #ifdef ZOO_FEW_ROWS_KERNEL
-  if (!has_vector_units() || !x.is_cpu() || x.dim() < 1 || x.scalar_type() != at::kFloat) return false;
-  if (!weight.is_cpu() || weight.dim() != 2 || weight.scalar_type() != at::kFloat || !weight.is_contiguous())
-    return false;
-  if (bias.defined() && (bias.scalar_type() != at::kFloat || bias.dim() != 1 || !bias.is_contiguous() ||
-                           bias.size(0) != weight.size(0))) return false;
-  if (x.size(-1) != weight.size(1) || x.size(-1) == 0) return false;
-  const int64_t rows = x.numel() / x.size(-1);
+  if (!has_vector_units()) return false;
+  const int64_t rows = fp32_cpu_product_rows(x, weight, bias);
   if (rows < 2 || rows > kFewRowsMax) return false;
-  const bool graph = at::GradMode::is_enabled() &&
-                     (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
-  return !graph && !AutocastState::current().cpu;
+  return !records_graph(x, weight, bias) && !AutocastState::current().cpu;
 #else
   (void)x, (void)weight, (void)bias;
   return false;

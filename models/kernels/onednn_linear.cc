@@ -8,6 +8,7 @@
 
 #include "models/autocast_state.h"
 #include "models/kernels/few_rows_linear.h"
+#include "models/kernels/fp32_product.h"
 
 #include "models/kernels/onednn.h"  // ZOO_WITH_ONEDNN, and oneDNN where it is 1
 
@@ -119,22 +120,14 @@ bool has_onednn_linear() { return ZOO_WITH_ONEDNN != 0; }
 
 bool onednn_linear_applies(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
   if (!has_onednn_linear() || !enabled() || AutocastState::current().cpu) return false;
-  if (!x.is_cpu() || x.dim() < 1 || x.scalar_type() != at::kFloat) return false;
-  if (!weight.is_cpu() || weight.dim() != 2 || weight.scalar_type() != at::kFloat || !weight.is_contiguous())
-    return false;
-  if (bias.defined() && (!bias.is_cpu() || bias.scalar_type() != at::kFloat || bias.dim() != 1 ||
-                         !bias.is_contiguous() || bias.size(0) != weight.size(0))) return false;
-  if (x.size(-1) != weight.size(1) || x.size(-1) == 0 || weight.size(0) == 0) return false;
-  return x.numel() / x.size(-1) > kFewRowsMax;
+  return fp32_cpu_product_rows(x, weight, bias) > kFewRowsMax;
 }
 
 torch::Tensor onednn_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
 #if ZOO_WITH_ONEDNN
   const int64_t k = weight.size(1), n = weight.size(0);
   const auto rows = x.reshape({-1, k}).contiguous();
-  const bool graph = at::GradMode::is_enabled() &&
-                     (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
-  auto y = !graph ? forward_product(rows, weight, bias)
+  auto y = !records_graph(x, weight, bias) ? forward_product(rows, weight, bias)
                   : bias.defined() ? LinearFunction::apply(rows, weight) + bias : LinearFunction::apply(rows, weight);
   auto sizes = x.sizes().vec();
   sizes.back() = n;
